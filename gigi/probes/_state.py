@@ -1,0 +1,403 @@
+"""Recording state: the per-thread rings, the background writer and the segments it writes.
+
+Each thread owns one ring of fixed-width records (single producer); the writer thread is the
+single consumer. The producer publishes a record by advancing ``head`` after packing it; the
+writer copies ``[tail, head)`` and then advances ``tail``. Neither side ever blocks the other.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+import gigi
+from gigi.errors import ProbeError
+from gigi.probes._records import (
+    IMPLICIT_TASK,
+    NULL_DUR,
+    NULL_SITE,
+    NULL_VALUE,
+    RECORD,
+    RECORD_DTYPE,
+    RECORD_SIZE,
+)
+from gigi.probes._tasks import TaskInfo, new_task_id
+from gigi.schema import (
+    EVENTS,
+    META_CLOCK,
+    META_HOST,
+    META_PID,
+    META_SAMPLE_EVERY,
+    META_TABLE,
+    META_TRACE_ID,
+    META_VERSION,
+    META_WRITER,
+    RESOURCES,
+    SITES,
+    TASKS,
+    VERSION,
+)
+
+
+@dataclass
+class ProbeConfig:
+    """How the Python probes record. Every field has a default; see ``gigi.probes.enable``."""
+
+    # Directory the segments go to; created if missing. Anything the traced program emits
+    # (resource names, task names, site files) ends up in files there.
+    trace_dir: Path
+    # Seconds between flushes of the rings to a new events segment. Shorter: less lost on a
+    # crash, more (smaller) segments.
+    interval: float = 0.5
+    # Records each thread's ring holds (rounded up to a power of two); 64 bytes each, so the
+    # default costs 4 MiB per thread that emits events.
+    buffer_events: int = 65536
+    # When a ring is full: "drop" counts the event as lost and returns at once (the program is
+    # never blocked); "block" waits for the writer to make room.
+    policy: Literal["drop", "block"] = "drop"
+    # Names the trace in every segment; ingest uses it as the trace's id in the store.
+    trace_id: str | None = None
+
+    def __post_init__(self) -> None:
+        self.trace_dir = Path(self.trace_dir)
+        if self.policy not in ("drop", "block"):
+            raise ProbeError(f"policy must be 'drop' or 'block', got {self.policy!r}")
+        if self.interval <= 0:
+            raise ProbeError(f"interval must be > 0 seconds, got {self.interval}")
+        if self.buffer_events < 1:
+            raise ProbeError(f"buffer_events must be >= 1, got {self.buffer_events}")
+
+
+class Ring:
+    __slots__ = ("buf", "head", "tail", "cap", "mask", "drops", "thread", "implicit_task",
+                 "open_waits", "alive")
+
+    def __init__(self, records: int, thread: int, implicit_task: int) -> None:
+        size = 1 << max(records - 1, 1).bit_length()
+        self.cap = size * RECORD_SIZE
+        self.mask = self.cap - 1
+        self.buf = bytearray(self.cap)
+        self.head = 0
+        self.tail = 0
+        self.drops: dict[int, int] = {}  # code -> events lost; written by the owner only
+        self.thread = thread
+        self.implicit_task = implicit_task
+        self.open_waits: list = []
+        self.alive = threading.current_thread()
+
+    def take(self) -> bytes:
+        """Copy out the published records and free their space (writer side)."""
+        t, h = self.tail, self.head
+        if h == t:
+            return b""
+        a, b = t & self.mask, h & self.mask
+        if a < b:
+            chunk = bytes(self.buf[a:b])
+        else:
+            chunk = bytes(self.buf[a:]) + bytes(self.buf[:b])
+        self.tail = h
+        return chunk
+
+
+local = threading.local()
+_rec: Recorder | None = None
+
+
+class Recorder:
+    def __init__(self, config: ProbeConfig) -> None:
+        self.config = config
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.trace_id = config.trace_id or f"{self.host}-{self.pid}-{time.time_ns():x}"
+        self.rings: list[Ring] = []
+        self.lock = threading.Lock()
+        self.tasks: dict[int, TaskInfo] = {}  # every task of this process, by id
+        self.dirty_tasks: set[int] = set()  # tasks to (re)write at the next flush
+        self.sites: list[dict] = []
+        self.seq = 0
+        self.wake = threading.Event()
+        self.stopping = False
+        self.write_error: BaseException | None = None
+        self.written: dict[int, int] = {}  # code -> events written, for accounting
+        self.retired_drops: dict[int, int] = {}  # code -> events lost by finished threads
+        config.trace_dir.mkdir(parents=True, exist_ok=True)
+        self.writer = threading.Thread(target=self._run, name="gigi-writer", daemon=True)
+
+    # --- producer side (called from traced threads) --------------------------------------
+    def new_ring(self) -> Ring:
+        th = threading.current_thread()
+        task = new_task_id()
+        ring = Ring(self.config.buffer_events, threading.get_native_id(), task)
+        self.task_started(TaskInfo(task, th.name, None, None, time.monotonic_ns()))
+        with self.lock:
+            self.rings.append(ring)
+        local.ring = ring
+        return ring
+
+    def task_started(self, info: TaskInfo) -> None:
+        with self.lock:
+            self.tasks[info.task] = info
+            self.dirty_tasks.add(info.task)
+
+    def task_ended(self, task: int, end: int) -> None:
+        with self.lock:
+            info = self.tasks.get(task)
+            if info is not None:
+                info.end = end
+                self.dirty_tasks.add(task)
+
+    def full(self, ring: Ring, code, amount, obj, site, value, dur) -> None:
+        self.wake.set()
+        if self.config.policy == "block" and not self.stopping:
+            while ring.head - ring.tail >= ring.cap and self.writer.is_alive():
+                self.wake.set()
+                time.sleep(0.0002)
+            if ring.head - ring.tail < ring.cap:
+                RECORD.pack_into(ring.buf, ring.head & ring.mask, time.monotonic_ns(), code,
+                                 _task(), amount, obj, site, value, dur)
+                ring.head += RECORD_SIZE
+                return
+        ring.drops[code] = ring.drops.get(code, 0) + 1
+
+    # --- writer side ---------------------------------------------------------------------
+    def start(self) -> None:
+        self.writer.start()
+
+    def _run(self) -> None:
+        while not self.stopping:
+            self.wake.wait(self.config.interval)
+            self.wake.clear()
+            if self.stopping:
+                break
+            try:
+                self.flush()
+            except BaseException as e:  # noqa: BLE001 - the traced program must go on
+                self.write_error = e
+
+    def flush(self, final: bool = False) -> None:
+        with self.lock:
+            rings = list(self.rings)
+        parts = []
+        for ring in rings:
+            chunk = ring.take()
+            if final:
+                chunk += _open_waits(ring)
+            if chunk:
+                parts.append((ring, np.frombuffer(chunk, dtype=RECORD_DTYPE)))
+        with self.lock:
+            keep = []
+            for r in self.rings:
+                if r.alive.is_alive() or r.head != r.tail or r.open_waits:
+                    keep.append(r)
+                else:  # a finished thread's ring: keep only its loss counts
+                    for code, n in r.drops.items():
+                        self.retired_drops[code] = self.retired_drops.get(code, 0) + n
+            self.rings = keep
+        if parts:
+            self._write_events(parts)
+        self._write_tasks(final)
+        self._write_snapshots()
+
+    def _meta(self, table: str, extra: dict | None = None) -> dict[bytes, bytes]:
+        meta = {
+            META_VERSION: VERSION.encode(),
+            META_TABLE: table.encode(),
+            META_HOST: self.host.encode(),
+            META_PID: str(self.pid).encode(),
+            META_CLOCK: b"monotonic",
+            META_WRITER: f"gigi-python {gigi.__version__}".encode(),
+            META_TRACE_ID: self.trace_id.encode(),
+        }
+        meta.update(extra or {})
+        return meta
+
+    def _write_events(self, parts: list) -> None:
+        from gigi.probes._resource import declared
+
+        infos = declared()
+        names = pa.array([i.name for i in infos], pa.string())
+        recs = np.concatenate([p for _, p in parts])
+        task = recs["task"].copy()
+        thread = np.empty(len(recs), np.int64)
+        at = 0
+        for ring, p in parts:
+            seg = slice(at, at + len(p))
+            thread[seg] = ring.thread
+            t = task[seg]
+            t[t == IMPLICIT_TASK] = ring.implicit_task
+            at += len(p)
+        code = recs["code"]
+        site, value, dur = recs["site"], recs["value"], recs["dur"]
+        batch = pa.record_batch(
+            [
+                pa.array(recs["ts"]),
+                pa.array((code & 3).astype(np.uint8)),
+                pa.DictionaryArray.from_arrays(pa.array((code >> 2).astype(np.int32)), names),
+                pa.array(task),
+                pa.array(thread),
+                pa.array(recs["amount"]),
+                pa.array(dur, mask=dur == NULL_DUR),
+                pa.array(recs["object"]),
+                pa.array(site.astype(np.int32), mask=site == NULL_SITE),
+                pa.array(value, mask=value == NULL_VALUE),
+            ],
+            schema=_events_schema(),
+        )
+        sampled = {i.sample_every for i in infos}
+        extra = {META_SAMPLE_EVERY: str(sampled.pop()).encode()} if len(sampled) == 1 else {}
+        batch = batch.replace_schema_metadata(self._meta("events", extra))
+        counts = np.bincount(code)
+        for c in np.nonzero(counts)[0]:
+            self.written[int(c)] = self.written.get(int(c), 0) + int(counts[c])
+        self.seq += 1
+        _write_stream(self.config.trace_dir / f"events-{self.pid}-{self.seq:06d}.arrows", batch)
+
+    def _write_tasks(self, final: bool) -> None:
+        with self.lock:
+            rows = [self.tasks[t] for t in sorted(self.dirty_tasks)]
+            self.dirty_tasks.clear()
+            if final:
+                # Threads' own tasks end with the process (or the thread).
+                now = time.monotonic_ns()
+                for ring in self.rings:
+                    info = self.tasks.get(ring.implicit_task)
+                    if info is not None and info.end is None:
+                        info.end = now
+                        rows.append(info)
+        if not rows:
+            return
+        schema = TASKS.arrow_schema
+        cols = {c: [getattr(r, c) for r in rows] for c in schema.names}
+        table = pa.table(cols, schema=schema.with_metadata(self._meta("tasks")))
+        self.seq += 1
+        _write_stream(self.config.trace_dir / f"tasks-{self.pid}-{self.seq:06d}.arrows", table)
+
+    def drops(self) -> dict[int, int]:
+        """Events lost so far, by code (rid * 4 + kind)."""
+        with self.lock:
+            rings = list(self.rings)
+            total = dict(self.retired_drops)
+        for ring in rings:
+            for code, n in list(ring.drops.items()):
+                total[code] = total.get(code, 0) + n
+        return total
+
+    def _write_snapshots(self) -> None:
+        """Rewrite this process's resources and sites tables (cumulative, replaced whole)."""
+        from gigi.probes._resource import declared
+
+        infos = declared()
+        dropped = [0] * len(infos)
+        for code, n in self.drops().items():
+            dropped[code >> 2] += n
+        resources = pa.table(
+            {
+                "resource": [i.name for i in infos],
+                "capacity": [i.capacity for i in infos],
+                "unit": [i.unit for i in infos],
+                "sharing": [i.sharing for i in infos],
+                "dropped": dropped,
+                "sample_every": [i.sample_every for i in infos],
+            },
+            schema=RESOURCES.arrow_schema.with_metadata(self._meta("resources")),
+        )
+        _write_stream(self.config.trace_dir / f"resources-{self.pid}.arrows", resources)
+        with self.lock:
+            sites = list(self.sites)
+        if sites:
+            schema = SITES.arrow_schema
+            table = pa.table({c: [s.get(c) for s in sites] for c in schema.names},
+                             schema=schema.with_metadata(self._meta("sites")))
+            _write_stream(self.config.trace_dir / f"sites-{self.pid}.arrows", table)
+
+    def stop(self) -> None:
+        """Stop the writer and flush everything, open waits (null dur) and open tasks included."""
+        self.stopping = True
+        self.wake.set()
+        if self.writer.is_alive() and self.writer is not threading.current_thread():
+            self.writer.join()
+        self.flush(final=True)
+
+
+def _open_waits(ring: Ring) -> bytes:
+    out = bytearray()
+    for w in list(ring.open_waits):
+        w.ring = None
+        out += RECORD.pack(w.ts, w.code, w.task, w.amount, w.object, w.site, w.value, NULL_DUR)
+    ring.open_waits.clear()
+    return bytes(out)
+
+
+def _task() -> int:
+    from gigi.probes._tasks import current_task
+
+    return current_task.get()
+
+
+_EVENTS_SCHEMA: pa.Schema | None = None
+
+
+def _events_schema() -> pa.Schema:
+    global _EVENTS_SCHEMA
+    if _EVENTS_SCHEMA is None:
+        s = EVENTS.arrow_schema
+        i = s.get_field_index("resource")
+        _EVENTS_SCHEMA = s.set(i, pa.field("resource", pa.dictionary(pa.int32(), pa.string()),
+                                           nullable=False))
+    return _EVENTS_SCHEMA
+
+
+def _write_stream(path: Path, data: pa.RecordBatch | pa.Table) -> None:
+    """Write one segment so that a reader sees all of it or none (write, then rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as f, ipc.new_stream(f, data.schema) as w:
+        w.write(data)
+    os.replace(tmp, path)
+
+
+# --- module-level entry points the hot path calls -------------------------------------------
+def new_ring() -> Ring:
+    rec = _rec
+    if rec is None:
+        raise ProbeError("gigi probes are not recording")  # unreachable while methods are off
+    return rec.new_ring()
+
+
+def full(ring: Ring, code, amount, obj, site, value, dur) -> None:
+    rec = _rec
+    if rec is not None:
+        rec.full(ring, code, amount, obj, site, value, dur)
+
+
+def emit(ts, code, task, amount, obj, site, value, dur) -> None:
+    """Write one record into the calling thread's ring (the slow, general path)."""
+    rec = _rec
+    if rec is None:
+        return
+    try:
+        r = local.ring
+    except AttributeError:
+        r = rec.new_ring()
+    h = r.head
+    if h - r.tail < r.cap:
+        RECORD.pack_into(r.buf, h & r.mask, ts, code, task, amount, obj, site, value, dur)
+        r.head = h + RECORD_SIZE
+    else:
+        rec.full(r, code, amount, obj, site, value, dur)
+
+
+@dataclass
+class Stats:
+    """What a recording session has done so far, by resource name."""
+
+    written: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
