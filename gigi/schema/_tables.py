@@ -153,8 +153,8 @@ STORE_EVENTS_SCHEMA = EVENTS.arrow_schema.append(pa.field("seq", pa.int64(), nul
 # Pairing of ACQUIRE to RELEASE, written by ingest beside `events` (see queries/views/holds.sql).
 HOLD_PAIRS_SCHEMA = pa.schema(
     [
-        pa.field("acquire_seq", pa.int64(), nullable=False),
-        pa.field("release_seq", pa.int64()),
+        pa.field("acquire_seq", pa.int64()),  # null: the hold began before the trace
+        pa.field("release_seq", pa.int64()),  # null: still open at the end
         pa.field("amount", pa.int64(), nullable=False),
     ]
 )

@@ -1,0 +1,367 @@
+"""Ingest: a trace directory becomes a store entry of Parquet tables and a manifest.
+
+Pass 1 reads every segment batch by batch, validates and normalizes it, and streams it into
+DuckDB, which sorts by ``ts`` (ties in segment order) within a memory limit, spilling to disk.
+Pass 2 streams the sorted events out to Parquet, numbers them (``seq``) and pairs holds on the
+way. Everything is written under a temporary name and renamed into place at the end: a refused
+trace leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from gigi.errors import IngestError, SchemaError
+from gigi.ingest._segments import Segment, list_segments, open_segment
+from gigi.schema import (
+    EVENTS,
+    HOLD_PAIRS_SCHEMA,
+    META_SAMPLE_EVERY,
+    META_TRACE_ID,
+    META_WRITER,
+    RESOURCES,
+    SITES,
+    STORE_EVENTS_SCHEMA,
+    TABLES,
+    TASKS,
+    VERSION,
+    normalize_batch,
+)
+
+STORE_LAYOUT_VERSION = 1
+MANIFEST = "manifest.json"
+ROWS_PER_FILE = 8 << 20
+ROW_GROUP = 1 << 20
+
+# Progress callback: (stage, done, total) with stage "read" (bytes) or "write" (events).
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class SegmentInfo:
+    file: str
+    table: str
+    format: str
+    rows: int
+    batches: int
+    bytes: int
+    bytes_lost: int
+
+
+@dataclass
+class Manifest:
+    """What a store entry holds; written as ``manifest.json`` beside the tables."""
+
+    trace_id: str
+    events: int
+    start: int | None  # first event's ts, ns
+    end: int | None  # latest ts + dur over all events, ns: where open waits and holds end
+    dropped: int
+    dropped_by_resource: dict[str, int]
+    sample_every: dict[str, int]
+    tasks: int
+    resources: int
+    sites: int
+    holds: int
+    open_holds: int
+    segments_read: int
+    bytes_lost: int
+    segments: list[SegmentInfo] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    writers: list[str] = field(default_factory=list)
+    schema_version: str = VERSION
+    store_version: int = STORE_LAYOUT_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        try:
+            data = json.loads(path.read_text())
+            data["segments"] = [SegmentInfo(**s) for s in data.get("segments", [])]
+            return cls(**data)
+        except (OSError, ValueError, TypeError) as e:
+            raise IngestError(f"{path}: not a gigi manifest ({e})") from None
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "trace"
+
+
+def _trace_id(trace_dir: Path, segments: list[Segment]) -> str:
+    ids = {s.schema.metadata.get(META_TRACE_ID) for s in segments
+           if s.schema is not None and s.schema.metadata}
+    ids.discard(None)
+    if len(ids) == 1:
+        return _safe_id(ids.pop().decode("utf-8", "replace"))
+    digest = hashlib.sha256()
+    for s in segments:
+        digest.update(f"{s.path.name}\0{s.size}\0".encode())
+    return f"{_safe_id(trace_dir.resolve().name)}-{digest.hexdigest()[:10]}"
+
+
+def _merge_small(table_name: str, batches: list[pa.RecordBatch]) -> pa.Table:
+    """Rows of one id from several segments become one row (later writers fill gaps)."""
+    spec = TABLES[table_name]
+    table = pa.Table.from_batches(batches, schema=spec.arrow_schema) if batches else \
+        spec.arrow_schema.empty_table()
+    if table.num_rows == 0:
+        return table
+    key = spec.columns[0].name
+    rules = {
+        "tasks": {"name": "first", "kind": "first", "parent": "first", "start": "min",
+                  "end": "max"},
+        "resources": {"capacity": "max", "unit": "first", "sharing": "first", "dropped": "sum",
+                      "sample_every": "max"},
+        "sites": {c: "first" for c in spec.column_names[1:]},
+    }[table_name]
+    merged = table.group_by(key, use_threads=False).aggregate(
+        [(c, how) for c, how in rules.items()])
+    merged = merged.rename_columns(
+        [next((c for c, how in rules.items() if name == f"{c}_{how}"), name)
+         for name in merged.column_names])
+    merged = merged.select(list(spec.column_names)).sort_by(key)
+    return merged.cast(spec.arrow_schema)
+
+
+class _Events:
+    """Pass 1 as a stream of normalized event batches, with the figures gathered on the way."""
+
+    def __init__(self, segments: list[Segment], progress: Progress | None, total: int) -> None:
+        self.segments = segments
+        self.progress = progress
+        self.total = total
+        self.error: BaseException | None = None
+        self.count = 0
+        self.start: int | None = None
+        self.end: int | None = None
+
+    def batches(self):
+        done = 0
+        schema = EVENTS.arrow_schema
+        try:
+            for index, seg in enumerate(self.segments):
+                if seg.table != "events":
+                    continue
+                row = 0
+                for b_index, batch in enumerate(seg.batches_iter()):
+                    norm = normalize_batch(batch, EVENTS, path=str(seg.path),
+                                           batch_index=b_index)
+                    n = norm.num_rows
+                    if n == 0:
+                        continue
+                    order = pa.array(np.arange(row, row + n, dtype=np.int64) + (index << 40))
+                    row += n
+                    self._gather(norm)
+                    yield pa.RecordBatch.from_arrays(
+                        [*norm.columns, order], schema=schema.append(pa.field("_ord", pa.int64())))
+                done += seg.size
+                if self.progress:
+                    self.progress("read", done, self.total)
+        except BaseException as e:  # re-raised by ingest() once DuckDB has given up
+            self.error = e
+            raise
+
+    def _gather(self, b: pa.RecordBatch) -> None:
+        self.count += b.num_rows
+        ts = b.column("ts")
+        lo = pc.min(ts).as_py()
+        hi = pc.max(pc.add(ts, pc.fill_null(b.column("dur"), 0))).as_py()
+        self.start = lo if self.start is None else min(self.start, lo)
+        self.end = hi if self.end is None else max(self.end, hi)
+
+
+def ingest(
+    trace_dir: str | os.PathLike,
+    store: str | os.PathLike,
+    *,
+    memory_limit: str = "1GB",
+    progress: Progress | None = None,
+) -> Manifest:
+    """Ingest the trace in ``trace_dir`` into ``store``; return its manifest.
+
+    The entry goes to ``store/<trace id>``, replacing an earlier ingest of the same trace.
+    ``memory_limit`` caps DuckDB's sort (it spills to a temporary directory in the store).
+    """
+    import duckdb
+
+    trace_dir, store = Path(trace_dir), Path(store)
+    paths = list_segments(trace_dir)
+    if not paths:
+        raise IngestError(f"{trace_dir}: no segments (*.arrows, *.arrow, *.feather, *.parquet)")
+    segments = [open_segment(p) for p in paths]
+    if not any(s.table == "events" and s.schema is not None for s in segments):
+        raise IngestError(f"{trace_dir}: no events segment with a readable schema")
+    store.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".ingest-", dir=store))
+    try:
+        small: dict[str, list[pa.RecordBatch]] = {"tasks": [], "resources": [], "sites": []}
+        for seg in segments:
+            if seg.table in small:
+                for i, b in enumerate(seg.batches_iter()):
+                    small[seg.table].append(
+                        normalize_batch(b, TABLES[seg.table], path=str(seg.path), batch_index=i))
+        tables = {name: _merge_small(name, bs) for name, bs in small.items()}
+
+        events = _Events(segments, progress, sum(s.size for s in segments))
+        reader = pa.RecordBatchReader.from_batches(
+            EVENTS.arrow_schema.append(pa.field("_ord", pa.int64())), events.batches())
+        con = duckdb.connect(config={"memory_limit": memory_limit,
+                                     "temp_directory": str(work / "spill"),
+                                     "preserve_insertion_order": True})
+        columns = ", ".join(f'"{c}"' for c in EVENTS.column_names)
+        try:
+            sorted_reader = con.sql(
+                f"SELECT {columns} FROM reader ORDER BY ts, _ord").to_arrow_reader(ROW_GROUP)
+            counts = _write_events(sorted_reader, work, events.count, progress)
+        except duckdb.Error as e:
+            if isinstance(events.error, SchemaError | IngestError):
+                raise events.error from None
+            raise IngestError(f"{trace_dir}: sorting events failed: {e}") from None
+        finally:
+            con.close()
+        if events.error is not None:
+            raise events.error
+        resource_names, holds, open_holds = counts
+        tables["resources"] = _complete_resources(tables["resources"], resource_names)
+        for name, table in tables.items():
+            pq.write_table(table, work / f"{name}.parquet")
+        manifest = _manifest(trace_dir, segments, events, tables, holds, open_holds)
+        (work / MANIFEST).write_text(manifest.to_json())
+        shutil.rmtree(work / "spill", ignore_errors=True)
+        _replace(work, store / manifest.trace_id)
+        return manifest
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _write_events(reader: pa.RecordBatchReader, work: Path, expected: int,
+                  progress: Progress | None) -> tuple[list[str], int, int]:
+    """Pass 2: number, pair and write the sorted events; return resource names and hold counts."""
+    from gigi.metrics.pairing import HoldPairer
+
+    (work / "events").mkdir()
+    (work / "hold_pairs").mkdir()
+    pairer = HoldPairer()
+    codes: dict[str, int] = {}
+    writer: pq.ParquetWriter | None = None
+    holds_writer = pq.ParquetWriter(work / "hold_pairs" / "part-000000.parquet",
+                                    HOLD_PAIRS_SCHEMA)
+    seq = rows_in_file = files = holds = 0
+
+    def write_pairs(acq, rel, amt):
+        nonlocal holds
+        holds += len(acq)
+        if len(acq):
+            holds_writer.write_batch(pa.record_batch(
+                [pa.array(acq, mask=acq < 0), pa.array(rel, mask=rel < 0), pa.array(amt)],
+                schema=HOLD_PAIRS_SCHEMA))
+
+    for batch in reader:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        batch = batch.cast(EVENTS.arrow_schema) if batch.schema != EVENTS.arrow_schema else batch
+        seqs = np.arange(seq, seq + n, dtype=np.int64)
+        seq += n
+        out = pa.RecordBatch.from_arrays([*batch.columns, pa.array(seqs)],
+                                         schema=STORE_EVENTS_SCHEMA)
+        if writer is None or rows_in_file >= ROWS_PER_FILE:
+            if writer is not None:
+                writer.close()
+            writer = pq.ParquetWriter(work / "events" / f"part-{files:06d}.parquet",
+                                      STORE_EVENTS_SCHEMA)
+            files += 1
+            rows_in_file = 0
+        writer.write_batch(out, row_group_size=ROW_GROUP)
+        rows_in_file += n
+        enc = pc.dictionary_encode(batch.column("resource"))
+        local = np.array([codes.setdefault(v, len(codes)) for v in enc.dictionary.to_pylist()],
+                         dtype=np.int64)
+        res_codes = local[enc.indices.to_numpy()] if len(local) else np.zeros(n, np.int64)
+        write_pairs(*pairer.feed(
+            batch.column("kind").to_numpy(), res_codes, batch.column("object").to_numpy(),
+            batch.column("task").to_numpy(), batch.column("amount").to_numpy(), seqs))
+        if progress:
+            progress("write", seq, expected)
+    if writer is None:
+        pq.write_table(STORE_EVENTS_SCHEMA.empty_table(), work / "events" / "part-000000.parquet")
+    else:
+        writer.close()
+    acq, rel, amt = pairer.finish()
+    write_pairs(acq, rel, amt)
+    holds_writer.close()
+    return list(codes), holds, len(acq)
+
+
+def _complete_resources(resources: pa.Table, seen: list[str]) -> pa.Table:
+    """Every resource that has events gets a row, declared or not."""
+    have = set(resources.column("resource").to_pylist())
+    missing = sorted(set(seen) - have)
+    if not missing:
+        return resources
+    extra = pa.table({"resource": missing, "dropped": [0] * len(missing),
+                      "sample_every": [1] * len(missing)})
+    extra = normalize_batch(extra, RESOURCES)
+    return pa.concat_tables([resources, pa.Table.from_batches([extra])]).sort_by("resource")
+
+
+def _manifest(trace_dir: Path, segments: list[Segment], events: _Events,
+              tables: dict[str, pa.Table], holds: int, open_holds: int) -> Manifest:
+    res = tables["resources"].to_pylist()
+    writers = sorted({s.schema.metadata[META_WRITER].decode("utf-8", "replace")
+                      for s in segments if s.schema is not None and s.schema.metadata
+                      and META_WRITER in s.schema.metadata})
+    sample_every = {r["resource"]: r["sample_every"] for r in res if r["sample_every"] > 1}
+    for s in segments:  # a writer's segment-wide sampling applies to the resources it wrote
+        meta = (s.schema.metadata or {}) if s.schema is not None else {}
+        if s.table == "events" and meta.get(META_SAMPLE_EVERY, b"1") not in (b"1", b""):
+            sample_every.setdefault("*", int(meta[META_SAMPLE_EVERY]))
+    notes = [n for s in segments for n in s.notes]
+    return Manifest(
+        trace_id=_trace_id(trace_dir, segments),
+        events=events.count,
+        start=events.start,
+        end=events.end,
+        dropped=sum(r["dropped"] for r in res),
+        dropped_by_resource={r["resource"]: r["dropped"] for r in res if r["dropped"]},
+        sample_every=sample_every,
+        tasks=tables["tasks"].num_rows,
+        resources=len(res),
+        sites=tables["sites"].num_rows,
+        holds=holds,
+        open_holds=open_holds,
+        segments_read=sum(1 for s in segments if s.schema is not None),
+        bytes_lost=sum(s.bytes_lost for s in segments),
+        segments=[SegmentInfo(s.path.name, s.table, s.format, s.rows, s.batches, s.size,
+                              s.bytes_lost) for s in segments],
+        notes=notes,
+        writers=writers,
+    )
+
+
+def _replace(new: Path, target: Path) -> None:
+    """Put ``new`` at ``target``; an earlier entry there is swapped out, then removed."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".old-{target.name}-{uuid.uuid4().hex[:8]}")
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

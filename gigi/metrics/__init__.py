@@ -1,0 +1,8 @@
+"""Metric kernels over the store's columns (numba), each with a plain twin for tests.
+
+numba is imported only by the functions that need it, so ``import gigi`` stays fast.
+"""
+
+from gigi.metrics.pairing import HoldPairer, pair_holds_reference
+
+__all__ = ["HoldPairer", "pair_holds_reference"]

@@ -1,0 +1,145 @@
+"""Building the read-only DuckDB connection over one store entry."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from gigi.errors import QueryError, did_you_mean
+from gigi.ingest import StoreEntry, locate
+from gigi.queries._docs import SqlDoc, parse
+
+VIEWS_DIR = Path(__file__).parent / "views"
+NAMED_DIR = Path(__file__).parent / "named"
+
+# Statement types a query may be; anything else (CREATE, INSERT, COPY, ATTACH, SET...) writes
+# or changes the session and is refused.
+_READ_ONLY = {"SELECT", "EXPLAIN"}
+
+
+def views() -> dict[str, SqlDoc]:
+    return {p.stem: parse(p) for p in sorted(VIEWS_DIR.glob("*.sql"))}
+
+
+def named_queries() -> dict[str, SqlDoc]:
+    return {p.stem: parse(p) for p in sorted(NAMED_DIR.glob("*.sql"))}
+
+
+def _literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, int | float):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _bindings(entry: StoreEntry) -> dict[str, str]:
+    m = entry.manifest
+    base = entry.path
+
+    def files(sub: str) -> str:
+        return _literal(str(base / sub))
+
+    return {
+        "events": files("events/*.parquet"),
+        "hold_pairs": files("hold_pairs/*.parquet"),
+        "tasks": files("tasks.parquet"),
+        "resources": files("resources.parquet"),
+        "sites": files("sites.parquet"),
+        "trace_id": _literal(m.trace_id),
+        "start": _literal(m.start if m.start is not None else 0),
+        "end": _literal(m.end if m.end is not None else 0),
+        "event_count": _literal(m.events),
+        "dropped": _literal(m.dropped),
+    }
+
+
+def connect(
+    target: str | os.PathLike | StoreEntry,
+    *,
+    trace: str | None = None,
+    variables: dict[str, object] | None = None,
+    memory_limit: str = "2GB",
+):
+    """A DuckDB connection with the views of one trace, able to read nothing else.
+
+    ``target`` is a store, a store entry or a raw trace directory (see ``gigi.ingest.locate``).
+    ``variables`` are set as DuckDB variables (``getvariable('name')``) for named queries;
+    each query's declared defaults are set first.
+    """
+    import duckdb
+
+    entry = target if isinstance(target, StoreEntry) else locate(target, trace)
+    con = duckdb.connect(config={"memory_limit": memory_limit})
+    con.execute("SET threads = 2")
+    bindings = _bindings(entry)
+    pending = list(views().values())
+    while pending:  # create in dependency order: retry until nothing more binds
+        failed = []
+        for doc in pending:
+            sql = doc.text
+            for key, value in bindings.items():
+                sql = sql.replace("{{" + key + "}}", value)
+            try:
+                con.execute(sql)
+            except duckdb.CatalogException:
+                failed.append(doc)
+        if len(failed) == len(pending):
+            names = ", ".join(d.name for d in failed)
+            raise QueryError(f"views that refer to missing views: {names}")
+        pending = failed
+    defaults = {p.name: p.default for d in named_queries().values() for p in d.params.values()}
+    for name, value in {**defaults, **(variables or {})}.items():
+        con.execute(f"SET VARIABLE {name} = {_literal(_number(value))}")
+    con.execute(f"SET allowed_directories = [{_literal(str(entry.path) + os.sep)}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def _number(value: object) -> object:
+    if isinstance(value, str):
+        for cast in (int, float):
+            try:
+                return cast(value)
+            except ValueError:
+                pass
+    return value
+
+
+def run(con, sql: str):
+    """Run a read-only query; refuse anything that writes, attaches or changes settings."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as e:
+        raise QueryError(_first_line(e)) from None
+    if not statements:
+        raise QueryError("empty query")
+    for st in statements:
+        kind = st.type.name
+        if kind not in _READ_ONLY:
+            raise QueryError(f"refused: {kind} statements are not allowed, queries are read-only "
+                             "(SELECT, WITH ... SELECT, EXPLAIN)")
+    try:
+        for st in statements[:-1]:
+            con.execute(st.query)
+        return con.sql(statements[-1].query)
+    except duckdb.PermissionException as e:
+        raise QueryError(f"refused: queries may read only the trace's own tables "
+                         f"({_first_line(e)})") from None
+    except duckdb.Error as e:
+        raise QueryError(_first_line(e)) from None
+
+
+def run_named(con, name: str):
+    queries = named_queries()
+    if name not in queries:
+        raise QueryError(f"no named query {name!r}{did_you_mean(name, queries)}; "
+                         f"there are: {', '.join(queries)}")
+    return run(con, queries[name].text)
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0]
