@@ -1,0 +1,82 @@
+"""Writing query results in the formats every read command offers."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+
+from gigi.errors import QueryError
+
+FORMATS = ("table", "csv", "json", "parquet", "arrow")
+_BINARY = {"parquet", "arrow"}
+
+
+def write_result(table: pa.Table, fmt: str, output: Path | None, *, title: str | None = None,
+                 limit: int = 200) -> None:
+    """Write ``table`` as ``fmt`` to ``output`` (a file) or to stdout."""
+    if fmt not in FORMATS:
+        raise QueryError(f"unknown format {fmt!r}, expected one of {', '.join(FORMATS)}")
+    if fmt in _BINARY and output is None and sys.stdout.isatty():
+        raise QueryError(f"{fmt} is binary: give --output FILE or redirect stdout")
+    if fmt == "table":
+        if output is not None:
+            with open(output, "w") as f:
+                _print_table(table, f, title, limit=None)
+        else:
+            _print_table(table, sys.stdout, title, limit)
+        return
+    data = _encode(table, fmt)
+    if output is not None:
+        Path(output).write_bytes(data)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+
+
+def _encode(table: pa.Table, fmt: str) -> bytes:
+    sink = io.BytesIO()
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(table, sink)
+    elif fmt == "json":
+        rows = table.to_pylist()
+        sink.write((json.dumps(rows, indent=1, default=str) + "\n").encode())
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, sink)
+    else:
+        import pyarrow.ipc as ipc
+
+        with ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+    return sink.getvalue()
+
+
+def _print_table(table: pa.Table, file, title: str | None, limit: int | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file, width=None if file.isatty() else 200)
+    shown = table if limit is None else table.slice(0, limit)
+    t = Table(title=title, title_justify="left", title_style="bold")
+    for field in table.schema:
+        numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+        t.add_column(field.name, justify="right" if numeric else "left", overflow="fold")
+    for row in shown.to_pylist():
+        t.add_row(*("" if v is None else _fmt(v) for v in row.values()))
+    console.print(t)
+    if limit is not None and table.num_rows > limit:
+        console.print(f"({table.num_rows - limit} more rows; use --format csv or --output "
+                      "for all)")
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else str(v)
+    return str(v)
