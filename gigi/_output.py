@@ -15,8 +15,9 @@ FORMATS = ("table", "csv", "json", "parquet", "arrow")
 _BINARY = {"parquet", "arrow"}
 
 
-def write_result(table: pa.Table, fmt: str, output: Path | None, *, title: str | None = None,
-                 limit: int = 200) -> None:
+def write_result(
+    table: pa.Table, fmt: str, output: Path | None, *, title: str | None = None, limit: int = 200
+) -> None:
     """Write ``table`` as ``fmt`` to ``output`` (a file) or to stdout."""
     if fmt not in FORMATS:
         raise QueryError(f"unknown format {fmt!r}, expected one of {', '.join(FORMATS)}")
@@ -72,8 +73,7 @@ def _print_table(table: pa.Table, file, title: str | None, limit: int | None) ->
         t.add_row(*("" if v is None else _fmt(v) for v in row.values()))
     console.print(t)
     if limit is not None and table.num_rows > limit:
-        console.print(f"({table.num_rows - limit} more rows; use --format csv or --output "
-                      "for all)")
+        console.print(f"({table.num_rows - limit} more rows; use --format csv or --output for all)")
 
 
 def _fmt(v: object) -> str:

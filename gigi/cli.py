@@ -22,16 +22,26 @@ app = typer.Typer(
 )
 
 # Output options shared by every read command.
-FormatOpt = Annotated[str, typer.Option(
-    "--format", "-f", help="table, csv, json, parquet or arrow.", metavar="FORMAT")]
-OutputOpt = Annotated[Path | None, typer.Option(
-    "--output", "-o", help="Write to FILE instead of stdout.", metavar="FILE")]
-TraceOpt = Annotated[str | None, typer.Option(
-    "--trace", help="Trace id, when TARGET is a store holding several traces.")]
-ParamOpt = Annotated[list[str] | None, typer.Option(
-    "--param", "-p", help="NAME=VALUE for a query parameter (repeatable).")]
-Target = Annotated[Path, typer.Argument(
-    help="A store (from ingest), one trace in a store, or a raw trace directory.")]
+FormatOpt = Annotated[
+    str,
+    typer.Option("--format", "-f", help="table, csv, json, parquet or arrow.", metavar="FORMAT"),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Write to FILE instead of stdout.", metavar="FILE"),
+]
+TraceOpt = Annotated[
+    str | None,
+    typer.Option("--trace", help="Trace id, when TARGET is a store holding several traces."),
+]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", help="NAME=VALUE for a query parameter (repeatable)."),
+]
+Target = Annotated[
+    Path,
+    typer.Argument(help="A store (from ingest), one trace in a store, or a raw trace directory."),
+]
 
 DEFAULT_STORE = "gigi-store"
 
@@ -55,10 +65,12 @@ def _params(values: list[str] | None) -> dict[str, str]:
 @app.command(epilog="Example: gigi-query ingest ./trace --store ./gigi-store")
 def ingest(
     trace_dir: Annotated[Path, typer.Argument(help="Trace directory of segments.")],
-    store: Annotated[Path, typer.Option(
-        help="Store to write into; the trace goes to STORE/<trace id>.")] = Path(DEFAULT_STORE),
-    memory_limit: Annotated[str, typer.Option(
-        help="Memory DuckDB may use while sorting (spills to disk beyond it).")] = "1GB",
+    store: Annotated[
+        Path, typer.Option(help="Store to write into; the trace goes to STORE/<trace id>.")
+    ] = Path(DEFAULT_STORE),
+    memory_limit: Annotated[
+        str, typer.Option(help="Memory DuckDB may use while sorting (spills to disk beyond it).")
+    ] = "1GB",
 ) -> None:
     """Read every segment of a trace, validate it, and write it into a store."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -66,22 +78,31 @@ def ingest(
     from gigi.ingest import ingest as run_ingest
 
     console = _stderr()
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
         tasks: dict[str, int] = {}
 
         def progress(stage: str, done: int, total: int) -> None:
             if stage not in tasks:
-                tasks[stage] = bar.add_task({"read": "reading", "write": "writing"}[stage],
-                                            total=total or 1)
+                tasks[stage] = bar.add_task(
+                    {"read": "reading", "write": "writing"}[stage], total=total or 1
+                )
             bar.update(tasks[stage], completed=done)
 
         manifest = run_ingest(trace_dir, store, memory_limit=memory_limit, progress=progress)
     for note in manifest.notes:
         console.print(f"warning: {note}", highlight=False)
-    typer.echo(f"ingested {manifest.events:,} events, {manifest.tasks:,} tasks, "
-               f"{manifest.resources} resources from {manifest.segments_read} segments "
-               f"into {store / manifest.trace_id}")
+    typer.echo(
+        f"ingested {manifest.events:,} events, {manifest.tasks:,} tasks, "
+        f"{manifest.resources} resources from {manifest.segments_read} segments "
+        f"into {store / manifest.trace_id}"
+    )
     typer.echo(_drops_line(manifest))
 
 
@@ -89,12 +110,17 @@ def _drops_line(manifest) -> str:
     if not manifest.dropped and not manifest.bytes_lost:
         return "dropped: 0 events; bytes lost: 0"
     per = ", ".join(f"{r} {n:,}" for r, n in sorted(manifest.dropped_by_resource.items()))
-    return (f"dropped: {manifest.dropped:,} events" + (f" ({per})" if per else "")
-            + f"; bytes lost: {manifest.bytes_lost:,}")
+    return (
+        f"dropped: {manifest.dropped:,} events"
+        + (f" ({per})" if per else "")
+        + f"; bytes lost: {manifest.bytes_lost:,}"
+    )
 
 
-@app.command(epilog='Example: gigi-query sql gigi-store "SELECT resource, count(*) FROM events '
-             'GROUP BY 1" --format csv')
+@app.command(
+    epilog='Example: gigi-query sql gigi-store "SELECT resource, count(*) FROM events '
+    'GROUP BY 1" --format csv'
+)
 def sql(
     target: Target,
     query: Annotated[str, typer.Argument(help="SQL (DuckDB dialect); read-only.")],
@@ -158,16 +184,21 @@ def info(
     entry = locate(target, trace)
     m = entry.manifest
     con = connect(entry)
-    table = run(con, "SELECT d.resource, r.capacity, r.unit, r.sharing, d.recorded, d.dropped, "
-                     "d.sample_every FROM drops d JOIN resources r USING (resource) "
-                     "ORDER BY resource").to_arrow_table()
+    table = run(
+        con,
+        "SELECT d.resource, r.capacity, r.unit, r.sharing, d.recorded, d.dropped, "
+        "d.sample_every FROM drops d JOIN resources r USING (resource) "
+        "ORDER BY resource",
+    ).to_arrow_table()
     if format != "table":
         write_result(table, format, output)
         return
     span = (m.end - m.start) / 1e9 if m.start is not None and m.end is not None else 0.0
     typer.echo(f"trace {m.trace_id} at {entry.path}")
-    typer.echo(f"events {m.events:,} over {span:.3f} s; tasks {m.tasks:,}; holds {m.holds:,} "
-               f"({m.open_holds:,} open); sites {m.sites}")
+    typer.echo(
+        f"events {m.events:,} over {span:.3f} s; tasks {m.tasks:,}; holds {m.holds:,} "
+        f"({m.open_holds:,} open); sites {m.sites}"
+    )
     typer.echo(f"segments read {m.segments_read}; writers: {', '.join(m.writers) or 'unknown'}")
     typer.echo(_drops_line(m))
     for note in m.notes:
@@ -178,7 +209,8 @@ def info(
 @app.command(epilog="Example: gigi-query demo --out ./gigi-demo")
 def demo(
     out: Annotated[Path, typer.Option(help="Directory for the trace and the store.")] = Path(
-        "gigi-demo"),
+        "gigi-demo"
+    ),
     seconds: Annotated[float, typer.Option(help="How long the clients run.")] = 7.0,
 ) -> None:
     """Run the embedded engine workload (undo growth, then purge floods the buffer pool),
@@ -204,13 +236,15 @@ def demo(
     con = connect(entry, variables={"window_ms": 250})
     for name in ("wait_summary", "hold_summary", "outstanding_summary"):
         write_result(run_named(con, name).to_arrow_table(), "table", None, title=name)
-    rows = run(con, "SELECT window_start_ms, tasks_done, per_second FROM "
-                    "(" + _named_sql("throughput") + ")").fetchall()
+    rows = run(
+        con,
+        "SELECT window_start_ms, tasks_done, per_second FROM (" + _named_sql("throughput") + ")",
+    ).fetchall()
     peak = max((r[1] for r in rows), default=1)
     typer.echo("client throughput (transactions per 250 ms):")
     for start, done, _ in rows:
         typer.echo(f"  {start / 1000:6.2f} s {done:6d} {'#' * round(40 * done / peak)}")
-    typer.echo(f"explore: gigi-query sql {entry} \"SELECT * FROM holds LIMIT 10\"")
+    typer.echo(f'explore: gigi-query sql {entry} "SELECT * FROM holds LIMIT 10"')
 
 
 def _named_sql(name: str) -> str:
@@ -233,14 +267,19 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as e:
-        print(f"gigi-query: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
-              file=sys.stderr)
+        print(
+            f"gigi-query: error: {e.strerror or e}: {e.filename or ''}".rstrip(": "),
+            file=sys.stderr,
+        )
         return 1
     except Exception as e:  # noqa: BLE001 - one line, never a traceback, unless asked
         if os.environ.get("GIGI_DEBUG"):
             raise
-        print(f"gigi-query: internal error: {type(e).__name__}: {e} "
-              "(set GIGI_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(
+            f"gigi-query: internal error: {type(e).__name__}: {e} "
+            "(set GIGI_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -23,7 +23,8 @@ import gigi.probes as gp
 
 @dataclass
 class DemoConfig:
-    """Shape of the demo workload; the defaults show the collapse and the recovery in about seven seconds."""
+    """Shape of the demo workload; the defaults show the collapse and the recovery in about
+    seven seconds."""
 
     # Seconds the clients run.
     seconds: float = 7.0
@@ -69,16 +70,19 @@ class BufferPool:
         self.disk = disk
         self.lru: collections.OrderedDict[int, int] = collections.OrderedDict()  # page -> pins
         self.cond = threading.Condition()
-        self.res = gp.resource("engine.buffer_pool", capacity=frames, unit="pages",
-                               sharing="pool")
-        self.s_fix = gp.site("demo/buffer_pool.py", 40, "BufferPool.fix", "ACQUIRE",
-                             "engine.buffer_pool")
-        self.s_miss = gp.site("demo/buffer_pool.py", 52, "BufferPool.fix", "WAIT",
-                              "engine.buffer_pool")
-        self.s_use = gp.site("demo/buffer_pool.py", 70, "BufferPool.read", "USE",
-                             "engine.buffer_pool")
-        self.s_unfix = gp.site("demo/buffer_pool.py", 80, "BufferPool.unfix", "RELEASE",
-                               "engine.buffer_pool")
+        self.res = gp.resource("engine.buffer_pool", capacity=frames, unit="pages", sharing="pool")
+        self.s_fix = gp.site(
+            "demo/buffer_pool.py", 40, "BufferPool.fix", "ACQUIRE", "engine.buffer_pool"
+        )
+        self.s_miss = gp.site(
+            "demo/buffer_pool.py", 52, "BufferPool.fix", "WAIT", "engine.buffer_pool"
+        )
+        self.s_use = gp.site(
+            "demo/buffer_pool.py", 70, "BufferPool.read", "USE", "engine.buffer_pool"
+        )
+        self.s_unfix = gp.site(
+            "demo/buffer_pool.py", 80, "BufferPool.unfix", "RELEASE", "engine.buffer_pool"
+        )
 
     def fix(self, page: int) -> None:
         """Pin ``page``, reading it from disk (evicting another) when it is not resident."""
@@ -117,8 +121,7 @@ class UndoLog:
     def __init__(self, records_per_page: int) -> None:
         self.res = gp.resource("engine.undo_log", unit="records", sharing="log")
         self.history = gp.resource("engine.purge_queue", unit="transactions", sharing="log")
-        self.s_append = gp.site("demo/undo.py", 20, "UndoLog.append", "ACQUIRE",
-                                "engine.undo_log")
+        self.s_append = gp.site("demo/undo.py", 20, "UndoLog.append", "ACQUIRE", "engine.undo_log")
         self.s_free = gp.site("demo/undo.py", 44, "Purge.run", "RELEASE", "engine.undo_log")
         self.s_idle = gp.site("demo/undo.py", 31, "Purge.run", "WAIT", "engine.purge_queue")
         self.records_per_page = records_per_page
@@ -155,8 +158,14 @@ class UndoLog:
             return None
 
 
-def _client(n: int, cfg: DemoConfig, pool: BufferPool, undo: UndoLog, stop: threading.Event,
-            done: list[float]) -> None:
+def _client(
+    n: int,
+    cfg: DemoConfig,
+    pool: BufferPool,
+    undo: UndoLog,
+    stop: threading.Event,
+    done: list[float],
+) -> None:
     rng = random.Random(cfg.seed + n)
     i = 0
     while not stop.is_set():
@@ -229,11 +238,14 @@ def run(trace_dir: Path, cfg: DemoConfig | None = None) -> list[float]:
     undo = UndoLog(cfg.records_per_undo_page)
     stop = threading.Event()
     done: list[float] = []
-    threads = [threading.Thread(target=_client, args=(n, cfg, pool, undo, stop, done),
-                                name=f"client-{n}") for n in range(cfg.clients)]
+    threads = [
+        threading.Thread(target=_client, args=(n, cfg, pool, undo, stop, done), name=f"client-{n}")
+        for n in range(cfg.clients)
+    ]
     threads.append(threading.Thread(target=_purge, args=(cfg, pool, undo, stop), name="purge"))
-    threads.append(threading.Thread(target=_long_transaction, args=(cfg, undo, stop),
-                                    name="long-txn"))
+    threads.append(
+        threading.Thread(target=_long_transaction, args=(cfg, undo, stop), name="long-txn")
+    )
     for th in threads:
         th.start()
     time.sleep(cfg.seconds)

@@ -1,8 +1,17 @@
 """Trace directory to store: ``ingest(trace_dir, store)``, and finding traces in a store."""
 
+from gigi.ingest._locate import StoreEntry, locate
 from gigi.ingest._segments import Segment, list_segments, open_segment
 from gigi.ingest._store import MANIFEST, Manifest, SegmentInfo, ingest
-from gigi.ingest._locate import StoreEntry, locate
 
-__all__ = ["MANIFEST", "Manifest", "Segment", "SegmentInfo", "StoreEntry", "ingest",
-           "list_segments", "locate", "open_segment"]
+__all__ = [
+    "MANIFEST",
+    "Manifest",
+    "Segment",
+    "SegmentInfo",
+    "StoreEntry",
+    "ingest",
+    "list_segments",
+    "locate",
+    "open_segment",
+]

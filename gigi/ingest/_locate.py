@@ -23,7 +23,9 @@ class StoreEntry:
 
 
 def store_entries(store: Path) -> list[Path]:
-    return sorted(p.parent for p in store.glob(f"*/{MANIFEST}") if not p.parent.name.startswith("."))
+    return sorted(
+        p.parent for p in store.glob(f"*/{MANIFEST}") if not p.parent.name.startswith(".")
+    )
 
 
 def locate(target: str | os.PathLike, trace: str | None = None) -> StoreEntry:
@@ -44,11 +46,14 @@ def locate(target: str | os.PathLike, trace: str | None = None) -> StoreEntry:
         if trace is None:
             if len(entries) == 1:
                 return StoreEntry(entries[0], Manifest.load(entries[0] / MANIFEST))
-            raise IngestError(f"{path}: store holds {len(entries)} traces, pick one with "
-                              f"--trace: {', '.join(names)}")
+            raise IngestError(
+                f"{path}: store holds {len(entries)} traces, pick one with "
+                f"--trace: {', '.join(names)}"
+            )
         if trace not in names:
-            raise IngestError(f"{path}: no trace {trace!r} in this store"
-                              f"{did_you_mean(trace, names)}")
+            raise IngestError(
+                f"{path}: no trace {trace!r} in this store{did_you_mean(trace, names)}"
+            )
         entry = path / trace
         return StoreEntry(entry, Manifest.load(entry / MANIFEST))
     if path.is_dir() and list_segments(path):
@@ -56,5 +61,6 @@ def locate(target: str | os.PathLike, trace: str | None = None) -> StoreEntry:
         atexit.register(shutil.rmtree, tmp, True)
         manifest = ingest(path, tmp)
         return StoreEntry(tmp / manifest.trace_id, manifest)
-    raise IngestError(f"{path}: neither a gigi store nor a trace directory "
-                      "(no manifest.json, no segments)")
+    raise IngestError(
+        f"{path}: neither a gigi store nor a trace directory (no manifest.json, no segments)"
+    )

@@ -45,8 +45,7 @@ class Segment:
             yield from self._counted(pq.ParquetFile(self.path).iter_batches(batch_rows))
         elif self.format == "file":
             reader = ipc.open_file(self.path)
-            yield from self._counted(
-                reader.get_batch(i) for i in range(reader.num_record_batches))
+            yield from self._counted(reader.get_batch(i) for i in range(reader.num_record_batches))
         else:
             yield from self._stream(self.offset)
 
@@ -70,7 +69,8 @@ class Segment:
                     self.bytes_lost = self.size - good
                     self.notes.append(
                         f"{self.path}: cut off after batch {self.batches - 1}: "
-                        f"{self.bytes_lost} bytes lost ({_reason(e)})")
+                        f"{self.bytes_lost} bytes lost ({_reason(e)})"
+                    )
                     break
                 good = f.tell()
                 self.rows += batch.num_rows
@@ -88,8 +88,9 @@ def list_segments(trace_dir: Path) -> list[Path]:
         raise IngestError(f"{trace_dir}: no such trace directory")
     if not trace_dir.is_dir():
         raise IngestError(f"{trace_dir}: is not a directory (a trace is a directory of segments)")
-    return sorted(p for p in trace_dir.iterdir()
-                  if p.is_file() and p.name.endswith(SEGMENT_SUFFIXES))
+    return sorted(
+        p for p in trace_dir.iterdir() if p.is_file() and p.name.endswith(SEGMENT_SUFFIXES)
+    )
 
 
 def open_segment(path: Path) -> Segment:
@@ -106,8 +107,9 @@ def open_segment(path: Path) -> Segment:
         head = f.read(8)
     if name.endswith((".arrow", ".feather")) or head.startswith(_FILE_MAGIC):
         if not head.startswith(_FILE_MAGIC):
-            raise SchemaError("not an Arrow IPC file (no ARROW1 magic at the start)",
-                              path=str(path))
+            raise SchemaError(
+                "not an Arrow IPC file (no ARROW1 magic at the start)", path=str(path)
+            )
         try:
             return _segment(path, "file", ipc.open_file(path).schema, size)
         except (OSError, pa.ArrowInvalid):
@@ -135,7 +137,8 @@ def _open_stream(path: Path, size: int, offset: int) -> Segment:
         if head == _STREAM_CONTINUATION[: len(head)] and _looks_cut(e):
             seg = Segment(path, "stream", "events", None, size, bytes_lost=size)
             seg.notes.append(
-                f"{path}: cut off inside its schema: {size} bytes lost, nothing to read")
+                f"{path}: cut off inside its schema: {size} bytes lost, nothing to read"
+            )
             return seg
         raise SchemaError(f"not an Arrow IPC stream ({_reason(e)})", path=str(path)) from None
     seg = _segment(path, "stream", schema, size)
@@ -153,5 +156,6 @@ def _segment(path: Path, fmt: str, schema: pa.Schema, size: int) -> Segment:
     if table not in TABLES:
         raise SchemaError(
             f"schema metadata gigi.table is {table!r}, expected one of {', '.join(TABLES)}",
-            path=str(path))
+            path=str(path),
+        )
     return Segment(path, fmt, table, schema, size)

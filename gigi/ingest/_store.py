@@ -34,10 +34,8 @@ from gigi.schema import (
     META_TRACE_ID,
     META_WRITER,
     RESOURCES,
-    SITES,
     STORE_EVENTS_SCHEMA,
     TABLES,
-    TASKS,
     VERSION,
     normalize_batch,
 )
@@ -104,8 +102,11 @@ def _safe_id(text: str) -> str:
 
 
 def _trace_id(trace_dir: Path, segments: list[Segment]) -> str:
-    ids = {s.schema.metadata.get(META_TRACE_ID) for s in segments
-           if s.schema is not None and s.schema.metadata}
+    ids = {
+        s.schema.metadata.get(META_TRACE_ID)
+        for s in segments
+        if s.schema is not None and s.schema.metadata
+    }
     ids.discard(None)
     if len(ids) == 1:
         return _safe_id(ids.pop().decode("utf-8", "replace"))
@@ -118,23 +119,40 @@ def _trace_id(trace_dir: Path, segments: list[Segment]) -> str:
 def _merge_small(table_name: str, batches: list[pa.RecordBatch]) -> pa.Table:
     """Rows of one id from several segments become one row (later writers fill gaps)."""
     spec = TABLES[table_name]
-    table = pa.Table.from_batches(batches, schema=spec.arrow_schema) if batches else \
-        spec.arrow_schema.empty_table()
+    table = (
+        pa.Table.from_batches(batches, schema=spec.arrow_schema)
+        if batches
+        else spec.arrow_schema.empty_table()
+    )
     if table.num_rows == 0:
         return table
     key = spec.columns[0].name
     rules = {
-        "tasks": {"name": "first", "kind": "first", "parent": "first", "start": "min",
-                  "end": "max"},
-        "resources": {"capacity": "max", "unit": "first", "sharing": "first", "dropped": "sum",
-                      "sample_every": "max"},
+        "tasks": {
+            "name": "first",
+            "kind": "first",
+            "parent": "first",
+            "start": "min",
+            "end": "max",
+        },
+        "resources": {
+            "capacity": "max",
+            "unit": "first",
+            "sharing": "first",
+            "dropped": "sum",
+            "sample_every": "max",
+        },
         "sites": {c: "first" for c in spec.column_names[1:]},
     }[table_name]
     merged = table.group_by(key, use_threads=False).aggregate(
-        [(c, how) for c, how in rules.items()])
+        [(c, how) for c, how in rules.items()]
+    )
     merged = merged.rename_columns(
-        [next((c for c, how in rules.items() if name == f"{c}_{how}"), name)
-         for name in merged.column_names])
+        [
+            next((c for c, how in rules.items() if name == f"{c}_{how}"), name)
+            for name in merged.column_names
+        ]
+    )
     merged = merged.select(list(spec.column_names)).sort_by(key)
     return merged.cast(spec.arrow_schema)
 
@@ -160,8 +178,7 @@ class _Events:
                     continue
                 row = 0
                 for b_index, batch in enumerate(seg.batches_iter()):
-                    norm = normalize_batch(batch, EVENTS, path=str(seg.path),
-                                           batch_index=b_index)
+                    norm = normalize_batch(batch, EVENTS, path=str(seg.path), batch_index=b_index)
                     n = norm.num_rows
                     if n == 0:
                         continue
@@ -169,7 +186,8 @@ class _Events:
                     row += n
                     self._gather(norm)
                     yield pa.RecordBatch.from_arrays(
-                        [*norm.columns, order], schema=schema.append(pa.field("_ord", pa.int64())))
+                        [*norm.columns, order], schema=schema.append(pa.field("_ord", pa.int64()))
+                    )
                 done += seg.size
                 if self.progress:
                     self.progress("read", done, self.total)
@@ -215,19 +233,27 @@ def ingest(
             if seg.table in small:
                 for i, b in enumerate(seg.batches_iter()):
                     small[seg.table].append(
-                        normalize_batch(b, TABLES[seg.table], path=str(seg.path), batch_index=i))
+                        normalize_batch(b, TABLES[seg.table], path=str(seg.path), batch_index=i)
+                    )
         tables = {name: _merge_small(name, bs) for name, bs in small.items()}
 
         events = _Events(segments, progress, sum(s.size for s in segments))
         reader = pa.RecordBatchReader.from_batches(
-            EVENTS.arrow_schema.append(pa.field("_ord", pa.int64())), events.batches())
-        con = duckdb.connect(config={"memory_limit": memory_limit,
-                                     "temp_directory": str(work / "spill"),
-                                     "preserve_insertion_order": True})
+            EVENTS.arrow_schema.append(pa.field("_ord", pa.int64())), events.batches()
+        )
+        con = duckdb.connect(
+            config={
+                "memory_limit": memory_limit,
+                "temp_directory": str(work / "spill"),
+                "preserve_insertion_order": True,
+            }
+        )
         columns = ", ".join(f'"{c}"' for c in EVENTS.column_names)
         try:
+            con.register("incoming", reader)
             sorted_reader = con.sql(
-                f"SELECT {columns} FROM reader ORDER BY ts, _ord").to_arrow_reader(ROW_GROUP)
+                f"SELECT {columns} FROM incoming ORDER BY ts, _ord"
+            ).to_arrow_reader(ROW_GROUP)
             counts = _write_events(sorted_reader, work, events.count, progress)
         except duckdb.Error as e:
             if isinstance(events.error, SchemaError | IngestError):
@@ -251,8 +277,9 @@ def ingest(
         raise
 
 
-def _write_events(reader: pa.RecordBatchReader, work: Path, expected: int,
-                  progress: Progress | None) -> tuple[list[str], int, int]:
+def _write_events(
+    reader: pa.RecordBatchReader, work: Path, expected: int, progress: Progress | None
+) -> tuple[list[str], int, int]:
     """Pass 2: number, pair and write the sorted events; return resource names and hold counts."""
     from gigi.metrics.pairing import HoldPairer
 
@@ -261,17 +288,19 @@ def _write_events(reader: pa.RecordBatchReader, work: Path, expected: int,
     pairer = HoldPairer()
     codes: dict[str, int] = {}
     writer: pq.ParquetWriter | None = None
-    holds_writer = pq.ParquetWriter(work / "hold_pairs" / "part-000000.parquet",
-                                    HOLD_PAIRS_SCHEMA)
+    holds_writer = pq.ParquetWriter(work / "hold_pairs" / "part-000000.parquet", HOLD_PAIRS_SCHEMA)
     seq = rows_in_file = files = holds = 0
 
     def write_pairs(acq, rel, amt):
         nonlocal holds
         holds += len(acq)
         if len(acq):
-            holds_writer.write_batch(pa.record_batch(
-                [pa.array(acq, mask=acq < 0), pa.array(rel, mask=rel < 0), pa.array(amt)],
-                schema=HOLD_PAIRS_SCHEMA))
+            holds_writer.write_batch(
+                pa.record_batch(
+                    [pa.array(acq, mask=acq < 0), pa.array(rel, mask=rel < 0), pa.array(amt)],
+                    schema=HOLD_PAIRS_SCHEMA,
+                )
+            )
 
     for batch in reader:
         n = batch.num_rows
@@ -280,24 +309,34 @@ def _write_events(reader: pa.RecordBatchReader, work: Path, expected: int,
         batch = batch.cast(EVENTS.arrow_schema) if batch.schema != EVENTS.arrow_schema else batch
         seqs = np.arange(seq, seq + n, dtype=np.int64)
         seq += n
-        out = pa.RecordBatch.from_arrays([*batch.columns, pa.array(seqs)],
-                                         schema=STORE_EVENTS_SCHEMA)
+        out = pa.RecordBatch.from_arrays(
+            [*batch.columns, pa.array(seqs)], schema=STORE_EVENTS_SCHEMA
+        )
         if writer is None or rows_in_file >= ROWS_PER_FILE:
             if writer is not None:
                 writer.close()
-            writer = pq.ParquetWriter(work / "events" / f"part-{files:06d}.parquet",
-                                      STORE_EVENTS_SCHEMA)
+            writer = pq.ParquetWriter(
+                work / "events" / f"part-{files:06d}.parquet", STORE_EVENTS_SCHEMA
+            )
             files += 1
             rows_in_file = 0
         writer.write_batch(out, row_group_size=ROW_GROUP)
         rows_in_file += n
         enc = pc.dictionary_encode(batch.column("resource"))
-        local = np.array([codes.setdefault(v, len(codes)) for v in enc.dictionary.to_pylist()],
-                         dtype=np.int64)
+        local = np.array(
+            [codes.setdefault(v, len(codes)) for v in enc.dictionary.to_pylist()], dtype=np.int64
+        )
         res_codes = local[enc.indices.to_numpy()] if len(local) else np.zeros(n, np.int64)
-        write_pairs(*pairer.feed(
-            batch.column("kind").to_numpy(), res_codes, batch.column("object").to_numpy(),
-            batch.column("task").to_numpy(), batch.column("amount").to_numpy(), seqs))
+        write_pairs(
+            *pairer.feed(
+                batch.column("kind").to_numpy(),
+                res_codes,
+                batch.column("object").to_numpy(),
+                batch.column("task").to_numpy(),
+                batch.column("amount").to_numpy(),
+                seqs,
+            )
+        )
         if progress:
             progress("write", seq, expected)
     if writer is None:
@@ -316,18 +355,29 @@ def _complete_resources(resources: pa.Table, seen: list[str]) -> pa.Table:
     missing = sorted(set(seen) - have)
     if not missing:
         return resources
-    extra = pa.table({"resource": missing, "dropped": [0] * len(missing),
-                      "sample_every": [1] * len(missing)})
+    extra = pa.table(
+        {"resource": missing, "dropped": [0] * len(missing), "sample_every": [1] * len(missing)}
+    )
     extra = normalize_batch(extra, RESOURCES)
     return pa.concat_tables([resources, pa.Table.from_batches([extra])]).sort_by("resource")
 
 
-def _manifest(trace_dir: Path, segments: list[Segment], events: _Events,
-              tables: dict[str, pa.Table], holds: int, open_holds: int) -> Manifest:
+def _manifest(
+    trace_dir: Path,
+    segments: list[Segment],
+    events: _Events,
+    tables: dict[str, pa.Table],
+    holds: int,
+    open_holds: int,
+) -> Manifest:
     res = tables["resources"].to_pylist()
-    writers = sorted({s.schema.metadata[META_WRITER].decode("utf-8", "replace")
-                      for s in segments if s.schema is not None and s.schema.metadata
-                      and META_WRITER in s.schema.metadata})
+    writers = sorted(
+        {
+            s.schema.metadata[META_WRITER].decode("utf-8", "replace")
+            for s in segments
+            if s.schema is not None and s.schema.metadata and META_WRITER in s.schema.metadata
+        }
+    )
     sample_every = {r["resource"]: r["sample_every"] for r in res if r["sample_every"] > 1}
     for s in segments:  # a writer's segment-wide sampling applies to the resources it wrote
         meta = (s.schema.metadata or {}) if s.schema is not None else {}
@@ -349,8 +399,10 @@ def _manifest(trace_dir: Path, segments: list[Segment], events: _Events,
         open_holds=open_holds,
         segments_read=sum(1 for s in segments if s.schema is not None),
         bytes_lost=sum(s.bytes_lost for s in segments),
-        segments=[SegmentInfo(s.path.name, s.table, s.format, s.rows, s.batches, s.size,
-                              s.bytes_lost) for s in segments],
+        segments=[
+            SegmentInfo(s.path.name, s.table, s.format, s.rows, s.batches, s.size, s.bytes_lost)
+            for s in segments
+        ],
         notes=notes,
         writers=writers,
     )

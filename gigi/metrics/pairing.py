@@ -97,8 +97,22 @@ def _kernels():
             heads[key] = (h, h)
 
     @numba.njit(cache=True)
-    def pair_chunk(kind, res, obj, task, amount, seq, slots, free, nfree, k_heads, t_heads,
-                   out_acq, out_rel, out_amt):
+    def pair_chunk(
+        kind,
+        res,
+        obj,
+        task,
+        amount,
+        seq,
+        slots,
+        free,
+        nfree,
+        k_heads,
+        t_heads,
+        out_acq,
+        out_rel,
+        out_amt,
+    ):
         # slots columns: 0 seq, 1 task, 2 remaining, 3 res, 4 obj, 5 prev_k, 6 next_k,
         # 7 prev_t, 8 next_t
         n_out = 0
@@ -142,8 +156,13 @@ def _kernels():
                 left -= take
                 if slots[h, 2] == 0:
                     _unlink(h, slots[:, 5], slots[:, 6], k_heads, k2)
-                    _unlink(h, slots[:, 7], slots[:, 8], t_heads,
-                            (slots[h, 3], slots[h, 4], slots[h, 1]))
+                    _unlink(
+                        h,
+                        slots[:, 7],
+                        slots[:, 8],
+                        t_heads,
+                        (slots[h, 3], slots[h, 4], slots[h, 1]),
+                    )
                     free[nfree] = h
                     nfree += 1
         return n_out, nfree
@@ -197,15 +216,22 @@ class HoldPairer:
         sel = (kind == ACQUIRE) | (kind == RELEASE)
         if not sel.all():
             kind, resource, obj, task, amount, seq = (
-                np.asarray(x)[sel] for x in (kind, resource, obj, task, amount, seq))
+                np.asarray(x)[sel] for x in (kind, resource, obj, task, amount, seq)
+            )
         n_acq = int(np.count_nonzero(kind == ACQUIRE))
         self._reserve(n_acq)
         cap = self.open_holds + n_acq + (len(kind) - n_acq) + 1
         out = [np.empty(cap, dtype=np.int64) for _ in range(3)]
         n, self._nfree = self._pair_chunk(
-            kind, *(np.ascontiguousarray(x, dtype=np.int64)
-                    for x in (resource, obj, task, amount, seq)),
-            self._slots, self._free, self._nfree, self._k_heads, self._t_heads, *out)
+            kind,
+            *(np.ascontiguousarray(x, dtype=np.int64) for x in (resource, obj, task, amount, seq)),
+            self._slots,
+            self._free,
+            self._nfree,
+            self._k_heads,
+            self._t_heads,
+            *out,
+        )
         return tuple(o[:n] for o in out)
 
     def finish(self):

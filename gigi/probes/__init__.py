@@ -37,8 +37,20 @@ from gigi.probes._tasks import TaskInfo, current_task, new_task_id
 from gigi.schema import KIND_NAMES, Kind
 
 __all__ = [
-    "ProbeConfig", "Resource", "Stats", "Task", "current_task_id", "disable", "enable",
-    "flush", "is_enabled", "resource", "site", "stats", "task", "wrap",
+    "ProbeConfig",
+    "Resource",
+    "Stats",
+    "Task",
+    "current_task_id",
+    "disable",
+    "enable",
+    "flush",
+    "is_enabled",
+    "resource",
+    "site",
+    "stats",
+    "task",
+    "wrap",
 ]
 
 T = TypeVar("T")
@@ -60,8 +72,7 @@ def resource(
     object, or by task for object 0, so a hold's events are kept or skipped together); the trace
     says N. Declaring the same name again returns the same resource.
     """
-    return declare(name, capacity=capacity, unit=unit, sharing=sharing,
-                   sample_every=sample_every)
+    return declare(name, capacity=capacity, unit=unit, sharing=sharing, sample_every=sample_every)
 
 
 _site_lock = threading.Lock()
@@ -118,8 +129,9 @@ class Task:
     def start(self) -> Task:
         rec = _state._rec
         if rec is not None:
-            rec.task_started(TaskInfo(self.id, self.name, self.kind, self.parent,
-                                      time.monotonic_ns()))
+            rec.task_started(
+                TaskInfo(self.id, self.name, self.kind, self.parent, time.monotonic_ns())
+            )
         self._token = current_task.set(self.id)
         return self
 
@@ -187,8 +199,13 @@ def enable(
     trace_dir = trace_dir or os.environ.get("GIGI_TRACE")
     if not trace_dir:
         raise ProbeError("no trace directory: pass one to enable() or set GIGI_TRACE")
-    config = ProbeConfig(Path(trace_dir), interval=interval, buffer_events=buffer_events,
-                         policy=policy, trace_id=trace_id)
+    config = ProbeConfig(
+        Path(trace_dir),
+        interval=interval,
+        buffer_events=buffer_events,
+        policy=policy,
+        trace_id=trace_id,
+    )
     with _lock:
         if _state._rec is not None:
             raise ProbeError(f"already recording into {_state._rec.config.trace_dir}")
@@ -255,8 +272,13 @@ def _after_fork_in_child() -> None:
     _state._rec = None
     set_recording(False)
     cfg = rec.config
-    enable(cfg.trace_dir, interval=cfg.interval, buffer_events=cfg.buffer_events,
-           policy=cfg.policy, trace_id=rec.trace_id)
+    enable(
+        cfg.trace_dir,
+        interval=cfg.interval,
+        buffer_events=cfg.buffer_events,
+        policy=cfg.policy,
+        trace_id=rec.trace_id,
+    )
 
 
 atexit.register(_at_exit)

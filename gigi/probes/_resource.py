@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gigi.errors import ProbeError
 from gigi.probes import _state
-from gigi.probes._records import NULL_DUR, NULL_SITE, NULL_VALUE, RECORD, RECORD_SIZE
+from gigi.probes._records import NULL_SITE, NULL_VALUE, RECORD, RECORD_SIZE
 from gigi.probes._tasks import current_task
 from gigi.schema import RESOURCES, Kind
 
@@ -54,8 +54,9 @@ class _Wait:
             ring.open_waits.remove(self)
         except ValueError:
             pass
-        _state.emit(self.ts, self.code, self.task, self.amount, self.object, self.site,
-                    self.value, dur)
+        _state.emit(
+            self.ts, self.code, self.task, self.amount, self.object, self.site, self.value, dur
+        )
 
 
 class _NoWait:
@@ -103,8 +104,18 @@ class Resource:
             r = _state.new_ring()
         h = r.head
         if h - r.tail < r.cap:
-            _pack(r.buf, h & r.mask, _now(), self.c_acquire, current_task.get(), amount, object,
-                  site, value, 0)
+            _pack(
+                r.buf,
+                h & r.mask,
+                _now(),
+                self.c_acquire,
+                current_task.get(),
+                amount,
+                object,
+                site,
+                value,
+                0,
+            )
             r.head = h + RECORD_SIZE
         else:
             _state.full(r, self.c_acquire, amount, object, site, value, 0)
@@ -116,8 +127,18 @@ class Resource:
             r = _state.new_ring()
         h = r.head
         if h - r.tail < r.cap:
-            _pack(r.buf, h & r.mask, _now(), self.c_use, current_task.get(), amount, object,
-                  site, value, dur)
+            _pack(
+                r.buf,
+                h & r.mask,
+                _now(),
+                self.c_use,
+                current_task.get(),
+                amount,
+                object,
+                site,
+                value,
+                dur,
+            )
             r.head = h + RECORD_SIZE
         else:
             _state.full(r, self.c_use, amount, object, site, value, dur)
@@ -129,8 +150,18 @@ class Resource:
             r = _state.new_ring()
         h = r.head
         if h - r.tail < r.cap:
-            _pack(r.buf, h & r.mask, _now(), self.c_release, current_task.get(), amount, object,
-                  site, value, 0)
+            _pack(
+                r.buf,
+                h & r.mask,
+                _now(),
+                self.c_release,
+                current_task.get(),
+                amount,
+                object,
+                site,
+                value,
+                0,
+            )
             r.head = h + RECORD_SIZE
         else:
             _state.full(r, self.c_release, amount, object, site, value, 0)
@@ -202,8 +233,7 @@ def set_recording(on: bool) -> None:
     """Bind every resource's probe methods to their recording or no-op variants."""
     R, S = Resource, SampledResource
     if on:
-        R.acquire, R.use, R.release, R.wait = (
-            R._acquire_on, R._use_on, R._release_on, R._wait_on)
+        R.acquire, R.use, R.release, R.wait = (R._acquire_on, R._use_on, R._release_on, R._wait_on)
         S.acquire, S.use, S.release, S.wait = S._acquire_s, S._use_s, S._release_s, S._wait_s
     else:
         for cls in (R, S):
@@ -228,7 +258,8 @@ def declare(
         raise ProbeError(f"resource name must be a non-empty string, got {name!r}")
     if sharing is not None and sharing not in _SHARING:
         raise ProbeError(
-            f"resource {name!r}: sharing {sharing!r} is not one of {', '.join(_SHARING)}")
+            f"resource {name!r}: sharing {sharing!r} is not one of {', '.join(_SHARING)}"
+        )
     if capacity is not None and capacity < 0:
         raise ProbeError(f"resource {name!r}: capacity {capacity} is negative")
     if sample_every < 1:

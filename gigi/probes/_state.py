@@ -78,8 +78,18 @@ class ProbeConfig:
 
 
 class Ring:
-    __slots__ = ("buf", "head", "tail", "cap", "mask", "drops", "thread", "implicit_task",
-                 "open_waits", "alive")
+    __slots__ = (
+        "buf",
+        "head",
+        "tail",
+        "cap",
+        "mask",
+        "drops",
+        "thread",
+        "implicit_task",
+        "open_waits",
+        "alive",
+    )
 
     def __init__(self, records: int, thread: int, implicit_task: int) -> None:
         size = 1 << max(records - 1, 1).bit_length()
@@ -162,8 +172,18 @@ class Recorder:
                 self.wake.set()
                 time.sleep(0.0002)
             if ring.head - ring.tail < ring.cap:
-                RECORD.pack_into(ring.buf, ring.head & ring.mask, time.monotonic_ns(), code,
-                                 _task(), amount, obj, site, value, dur)
+                RECORD.pack_into(
+                    ring.buf,
+                    ring.head & ring.mask,
+                    time.monotonic_ns(),
+                    code,
+                    _task(),
+                    amount,
+                    obj,
+                    site,
+                    value,
+                    dur,
+                )
                 ring.head += RECORD_SIZE
                 return
         ring.drops[code] = ring.drops.get(code, 0) + 1
@@ -315,8 +335,10 @@ class Recorder:
             sites = list(self.sites)
         if sites:
             schema = SITES.arrow_schema
-            table = pa.table({c: [s.get(c) for s in sites] for c in schema.names},
-                             schema=schema.with_metadata(self._meta("sites")))
+            table = pa.table(
+                {c: [s.get(c) for s in sites] for c in schema.names},
+                schema=schema.with_metadata(self._meta("sites")),
+            )
             _write_stream(self.config.trace_dir / f"sites-{self.pid}.arrows", table)
 
     def stop(self) -> None:
@@ -351,8 +373,9 @@ def _events_schema() -> pa.Schema:
     if _EVENTS_SCHEMA is None:
         s = EVENTS.arrow_schema
         i = s.get_field_index("resource")
-        _EVENTS_SCHEMA = s.set(i, pa.field("resource", pa.dictionary(pa.int32(), pa.string()),
-                                           nullable=False))
+        _EVENTS_SCHEMA = s.set(
+            i, pa.field("resource", pa.dictionary(pa.int32(), pa.string()), nullable=False)
+        )
     return _EVENTS_SCHEMA
 
 

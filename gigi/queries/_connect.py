@@ -120,15 +120,18 @@ def run(con, sql: str):
     for st in statements:
         kind = st.type.name
         if kind not in _READ_ONLY:
-            raise QueryError(f"refused: {kind} statements are not allowed, queries are read-only "
-                             "(SELECT, WITH ... SELECT, EXPLAIN)")
+            raise QueryError(
+                f"refused: {kind} statements are not allowed, queries are read-only "
+                "(SELECT, WITH ... SELECT, EXPLAIN)"
+            )
     try:
         for st in statements[:-1]:
             con.execute(st.query)
         return con.sql(statements[-1].query)
     except duckdb.PermissionException as e:
-        raise QueryError(f"refused: queries may read only the trace's own tables "
-                         f"({_first_line(e)})") from None
+        raise QueryError(
+            f"refused: queries may read only the trace's own tables ({_first_line(e)})"
+        ) from None
     except duckdb.Error as e:
         raise QueryError(_first_line(e)) from None
 
@@ -136,8 +139,9 @@ def run(con, sql: str):
 def run_named(con, name: str):
     queries = named_queries()
     if name not in queries:
-        raise QueryError(f"no named query {name!r}{did_you_mean(name, queries)}; "
-                         f"there are: {', '.join(queries)}")
+        raise QueryError(
+            f"no named query {name!r}{did_you_mean(name, queries)}; there are: {', '.join(queries)}"
+        )
     return run(con, queries[name].text)
 
 

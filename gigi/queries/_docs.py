@@ -48,7 +48,7 @@ def parse(path: Path) -> SqlDoc:
     summary = " ".join(header)
     prefix = f"{path.stem}:"
     if summary.startswith(prefix):
-        summary = summary[len(prefix):].strip()
+        summary = summary[len(prefix) :].strip()
     doc = SqlDoc(path.stem, path, summary, text=text)
     for line in lines[i:]:
         if m := _PARAM.match(line):

@@ -57,7 +57,9 @@ def check_schema(schema: pa.Schema, table: Table, path: str) -> None:
             Type.BOOL: pa.types.is_boolean(t),
         }[col.type]
         if not ok:
-            raise SchemaError(f"has type {t}, expected {_expected(col)}", path=path, column=col.name)
+            raise SchemaError(
+                f"has type {t}, expected {_expected(col)}", path=path, column=col.name
+            )
 
 
 def _first(mask: pa.Array) -> int:
@@ -101,11 +103,9 @@ def _normalize_column(col: Column, arr: pa.Array, where: dict) -> pa.Array:
             mm = pc.min_max(arr)
             lo_v, hi_v = mm["min"].as_py(), mm["max"].as_py()
             if lo_v is not None and (lo_v < lo or hi_v > hi):
-                bad = pc.or_(pc.less(arr, lo), pc.greater(arr, hi))
-                i = _first(bad)
-                raise SchemaError(
-                    f"value {arr[i].as_py()} does not fit {target}", row=i, **where
-                )
+                values = arr.to_pylist()
+                i = next(j for j, v in enumerate(values) if v is not None and not lo <= v <= hi)
+                raise SchemaError(f"value {arr[i].as_py()} does not fit {target}", row=i, **where)
             arr = arr.cast(target)
     elif col.type is Type.STRING:
         if pa.types.is_dictionary(arr.type):
@@ -113,7 +113,9 @@ def _normalize_column(col: Column, arr: pa.Array, where: dict) -> pa.Array:
         if arr.type != pa.string():
             arr = arr.cast(pa.string())
         if col.choices is not None:
-            bad = pc.and_(pc.invert(pc.is_in(arr, value_set=pa.array(col.choices))), pc.is_valid(arr))
+            bad = pc.and_(
+                pc.invert(pc.is_in(arr, value_set=pa.array(col.choices))), pc.is_valid(arr)
+            )
             if pc.any(bad).as_py():
                 i = _first(bad)
                 raise SchemaError(
@@ -148,8 +150,10 @@ def normalize_batch(
 'object': 0, 'site': None, 'value': None}]
     """
     if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.record_batch(
-            [pa.array([], f.type) for f in batch.schema], schema=batch.schema
+        batch = (
+            batch.combine_chunks().to_batches()[0]
+            if batch.num_rows
+            else pa.record_batch([pa.array([], f.type) for f in batch.schema], schema=batch.schema)
         )
     check_schema(batch.schema, table, path)
     n = batch.num_rows
@@ -175,7 +179,9 @@ def _events_rules(arrays: list, table: Table, path: str, batch_index: int | None
     negative = pc.fill_null(pc.less(dur, 0), False)
     if pc.any(negative).as_py():
         i = _first(negative)
-        raise SchemaError(f"duration {dur[i].as_py()} is negative, expected ns >= 0", row=i, **where)
+        raise SchemaError(
+            f"duration {dur[i].as_py()} is negative, expected ns >= 0", row=i, **where
+        )
     # A null dur means "still waiting at the end" only for WAIT; for other kinds it is 0.
     is_wait = pc.equal(kind, 0)
     not_wait_null = pc.and_(pc.is_null(dur), pc.invert(is_wait))
