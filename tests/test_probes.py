@@ -66,7 +66,7 @@ def test_eight_threads_round_trip_event_for_event(trace_dir):
 
 def test_overload_written_plus_dropped_equals_emitted(trace_dir):
     res = gp.resource("t.overload")
-    gp.enable(trace_dir, interval=10, buffer_events=1000)  # tiny ring, writer asleep
+    gp.enable(trace_dir, interval=10, buffer_events=1000, backlog_events=2048)  # writer asleep
     emitted = 50_000
 
     def spin():

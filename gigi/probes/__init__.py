@@ -31,6 +31,7 @@ from typing import Literal, TypeVar
 
 from gigi.errors import ProbeError
 from gigi.probes import _state
+from gigi.probes._records import RID_SHIFT
 from gigi.probes._resource import Resource, declare, declared, set_recording
 from gigi.probes._state import ProbeConfig, Stats
 from gigi.probes._tasks import TaskInfo, current_task, new_task_id
@@ -193,6 +194,7 @@ def enable(
     interval: float = 0.5,
     buffer_events: int = 65536,
     policy: Literal["drop", "block"] = "drop",
+    backlog_events: int = 1 << 18,
     trace_id: str | None = None,
 ) -> ProbeConfig:
     """Start recording into ``trace_dir`` (default: ``$GIGI_TRACE``); see ``ProbeConfig``."""
@@ -204,6 +206,7 @@ def enable(
         interval=interval,
         buffer_events=buffer_events,
         policy=policy,
+        backlog_events=backlog_events,
         trace_id=trace_id,
     )
     with _lock:
@@ -211,7 +214,6 @@ def enable(
             raise ProbeError(f"already recording into {_state._rec.config.trace_dir}")
         rec = _state.Recorder(config)
         rec.sites.extend(_site_rows)
-        _state.local = threading.local()
         _state._rec = rec
         rec.start()
         set_recording(True)
@@ -240,9 +242,9 @@ def _stats(rec: _state.Recorder) -> Stats:
     names = [i.name for i in declared()]
     out = Stats({n: 0 for n in names}, {n: 0 for n in names})
     for code, n in rec.written.items():
-        out.written[names[code >> 2]] += n
+        out.written[names[code >> RID_SHIFT]] += n
     for code, n in rec.drops().items():
-        out.dropped[names[code >> 2]] += n
+        out.dropped[names[code >> RID_SHIFT]] += n
     return out
 
 
@@ -277,6 +279,7 @@ def _after_fork_in_child() -> None:
         interval=cfg.interval,
         buffer_events=cfg.buffer_events,
         policy=cfg.policy,
+        backlog_events=cfg.backlog_events,
         trace_id=rec.trace_id,
     )
 

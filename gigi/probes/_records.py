@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
-
 RECORD = struct.Struct("<8q")
 RECORD_SIZE = RECORD.size  # 64 bytes
 
-# Fields, in order. `code` packs the resource's number and the kind: rid * 4 + kind.
+# Fields, in order. `code` packs the resource's number, whether `value` holds a value, and the
+# kind: rid << 3 | HAS_VALUE | kind. (A flag, not a sentinel value: every int64 is a value.)
 FIELDS = ("ts", "code", "task", "amount", "object", "site", "value", "dur")
-RECORD_DTYPE = np.dtype([(f, "<i8") for f in FIELDS])
+
 
 NULL_SITE = -1  # site ids are >= 0
-NULL_VALUE = -(2**63)  # value may be any int64 but this one
+RID_SHIFT = 3
+HAS_VALUE = 4
+KIND_MASK = 3
 NULL_DUR = -1  # dur is >= 0 when known
 IMPLICIT_TASK = 0  # "no explicit task": the thread's own task, resolved when flushed

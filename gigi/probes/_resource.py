@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from gigi.errors import ProbeError
 from gigi.probes import _state
-from gigi.probes._records import NULL_SITE, NULL_VALUE, RECORD, RECORD_SIZE
+from gigi.probes._records import HAS_VALUE, NULL_SITE, RECORD, RECORD_SIZE, RID_SHIFT
 from gigi.probes._tasks import current_task
 from gigi.schema import RESOURCES, Kind
 
 _pack = RECORD.pack_into
+_local = _state.local
 _now = time.monotonic_ns
 _SHARING = dict.fromkeys(next(c for c in RESOURCES.columns if c.name == "sharing").choices)
 
@@ -88,87 +89,129 @@ class Resource:
     def __init__(self, rid: int, info: ResourceInfo) -> None:
         self.rid = rid
         self.info = info
-        self.c_wait = rid * 4 + Kind.WAIT
-        self.c_acquire = rid * 4 + Kind.ACQUIRE
-        self.c_use = rid * 4 + Kind.USE
-        self.c_release = rid * 4 + Kind.RELEASE
+        self.c_wait = (rid << RID_SHIFT) | Kind.WAIT
+        self.c_acquire = (rid << RID_SHIFT) | Kind.ACQUIRE
+        self.c_use = (rid << RID_SHIFT) | Kind.USE
+        self.c_release = (rid << RID_SHIFT) | Kind.RELEASE
 
     def __repr__(self) -> str:
         return f"Resource({self.info.name!r})"
 
     # --- recording (on) -------------------------------------------------------------------
-    def _acquire_on(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE):
+    def _acquire_on(self, object=0, amount=1, site=NULL_SITE, value=None):
         try:
-            r = _state.local.ring
+            r = _local.ring
         except AttributeError:
             r = _state.new_ring()
         h = r.head
-        if h - r.tail < r.cap:
-            _pack(
-                r.buf,
-                h & r.mask,
-                _now(),
-                self.c_acquire,
-                current_task.get(),
-                amount,
-                object,
-                site,
-                value,
-                0,
-            )
+        if h < r.limit:
+            if value is None:
+                _pack(
+                    r.buf,
+                    h & r.mask,
+                    _now(),
+                    self.c_acquire,
+                    current_task.get(),
+                    amount,
+                    object,
+                    site,
+                    0,
+                    0,
+                )
+            else:
+                _pack(
+                    r.buf,
+                    h & r.mask,
+                    _now(),
+                    self.c_acquire | HAS_VALUE,
+                    current_task.get(),
+                    amount,
+                    object,
+                    site,
+                    value,
+                    0,
+                )
             r.head = h + RECORD_SIZE
         else:
             _state.full(r, self.c_acquire, amount, object, site, value, 0)
 
-    def _use_on(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE, dur=0):
+    def _use_on(self, object=0, amount=1, site=NULL_SITE, value=None, dur=0):
         try:
-            r = _state.local.ring
+            r = _local.ring
         except AttributeError:
             r = _state.new_ring()
         h = r.head
-        if h - r.tail < r.cap:
-            _pack(
-                r.buf,
-                h & r.mask,
-                _now(),
-                self.c_use,
-                current_task.get(),
-                amount,
-                object,
-                site,
-                value,
-                dur,
-            )
+        if h < r.limit:
+            if value is None:
+                _pack(
+                    r.buf,
+                    h & r.mask,
+                    _now(),
+                    self.c_use,
+                    current_task.get(),
+                    amount,
+                    object,
+                    site,
+                    0,
+                    dur,
+                )
+            else:
+                _pack(
+                    r.buf,
+                    h & r.mask,
+                    _now(),
+                    self.c_use | HAS_VALUE,
+                    current_task.get(),
+                    amount,
+                    object,
+                    site,
+                    value,
+                    dur,
+                )
             r.head = h + RECORD_SIZE
         else:
             _state.full(r, self.c_use, amount, object, site, value, dur)
 
-    def _release_on(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE):
+    def _release_on(self, object=0, amount=1, site=NULL_SITE, value=None):
         try:
-            r = _state.local.ring
+            r = _local.ring
         except AttributeError:
             r = _state.new_ring()
         h = r.head
-        if h - r.tail < r.cap:
-            _pack(
-                r.buf,
-                h & r.mask,
-                _now(),
-                self.c_release,
-                current_task.get(),
-                amount,
-                object,
-                site,
-                value,
-                0,
-            )
+        if h < r.limit:
+            if value is None:
+                _pack(
+                    r.buf,
+                    h & r.mask,
+                    _now(),
+                    self.c_release,
+                    current_task.get(),
+                    amount,
+                    object,
+                    site,
+                    0,
+                    0,
+                )
+            else:
+                _pack(
+                    r.buf,
+                    h & r.mask,
+                    _now(),
+                    self.c_release | HAS_VALUE,
+                    current_task.get(),
+                    amount,
+                    object,
+                    site,
+                    value,
+                    0,
+                )
             r.head = h + RECORD_SIZE
         else:
             _state.full(r, self.c_release, amount, object, site, value, 0)
 
-    def _wait_on(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE) -> _Wait:
+    def _wait_on(self, object=0, amount=1, site=NULL_SITE, value=None) -> _Wait:
         try:
-            r = _state.local.ring
+            r = _local.ring
         except AttributeError:
             r = _state.new_ring()
         w = _Wait()
@@ -180,10 +223,10 @@ class Resource:
         return w
 
     # --- not recording (off) --------------------------------------------------------------
-    def _off(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE, dur=0):
+    def _off(self, object=0, amount=1, site=NULL_SITE, value=None, dur=0):
         pass
 
-    def _wait_off(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE):
+    def _wait_off(self, object=0, amount=1, site=NULL_SITE, value=None):
         return _NO_WAIT
 
     # Public names; bound to the on/off variants by ``set_recording``.
@@ -192,7 +235,7 @@ class Resource:
     release = _off
     wait = _wait_off
 
-    def wait_begin(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE):
+    def wait_begin(self, object=0, amount=1, site=NULL_SITE, value=None):
         """Start a WAIT that ends elsewhere (a callback): call ``.end()`` on what it returns."""
         return self.wait(object, amount, site, value)
 
@@ -211,19 +254,19 @@ class SampledResource(Resource):
         key = object or current_task.get() or threading.get_ident()
         return ((key * 0x9E3779B97F4A7C15) >> 17) % self.every != 0
 
-    def _acquire_s(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE):
+    def _acquire_s(self, object=0, amount=1, site=NULL_SITE, value=None):
         if not self._skip(object):
             Resource._acquire_on(self, object, amount, site, value)
 
-    def _use_s(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE, dur=0):
+    def _use_s(self, object=0, amount=1, site=NULL_SITE, value=None, dur=0):
         if not self._skip(object):
             Resource._use_on(self, object, amount, site, value, dur)
 
-    def _release_s(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE):
+    def _release_s(self, object=0, amount=1, site=NULL_SITE, value=None):
         if not self._skip(object):
             Resource._release_on(self, object, amount, site, value)
 
-    def _wait_s(self, object=0, amount=1, site=NULL_SITE, value=NULL_VALUE):
+    def _wait_s(self, object=0, amount=1, site=NULL_SITE, value=None):
         if self._skip(object):
             return _NO_WAIT
         return Resource._wait_on(self, object, amount, site, value)

@@ -22,13 +22,15 @@ import pyarrow.ipc as ipc
 import gigi
 from gigi.errors import ProbeError
 from gigi.probes._records import (
+    FIELDS,
+    HAS_VALUE,
     IMPLICIT_TASK,
+    KIND_MASK,
     NULL_DUR,
     NULL_SITE,
-    NULL_VALUE,
     RECORD,
-    RECORD_DTYPE,
     RECORD_SIZE,
+    RID_SHIFT,
 )
 from gigi.probes._tasks import TaskInfo, new_task_id
 from gigi.schema import (
@@ -64,6 +66,9 @@ class ProbeConfig:
     # When a ring is full: "drop" counts the event as lost and returns at once (the program is
     # never blocked); "block" waits for the writer to make room.
     policy: Literal["drop", "block"] = "drop"
+    # Records (64 bytes each) that threads with a full ring may hand to the writer while it
+    # catches up, over all threads, before events are dropped or (policy "block") wait.
+    backlog_events: int = 1 << 18
     # Names the trace in every segment; ingest uses it as the trace's id in the store.
     trace_id: str | None = None
 
@@ -75,6 +80,8 @@ class ProbeConfig:
             raise ProbeError(f"interval must be > 0 seconds, got {self.interval}")
         if self.buffer_events < 1:
             raise ProbeError(f"buffer_events must be >= 1, got {self.buffer_events}")
+        if self.backlog_events < 0:
+            raise ProbeError(f"backlog_events must be >= 0, got {self.backlog_events}")
 
 
 class Ring:
@@ -82,6 +89,7 @@ class Ring:
         "buf",
         "head",
         "tail",
+        "limit",
         "cap",
         "mask",
         "drops",
@@ -89,37 +97,63 @@ class Ring:
         "implicit_task",
         "open_waits",
         "alive",
+        "take_lock",
     )
 
     def __init__(self, records: int, thread: int, implicit_task: int) -> None:
-        size = 1 << max(records - 1, 1).bit_length()
-        self.cap = size * RECORD_SIZE
-        self.mask = self.cap - 1
-        self.buf = bytearray(self.cap)
+        self.cap = 0
+        self.resize(records)
+        self.thread = thread
+        self.alive = threading.current_thread()
+        self.take_lock = threading.Lock()
+        self.reset(implicit_task)
+
+    def resize(self, records: int) -> None:
+        """Hold at least ``records`` records (a power of two); only while nobody writes."""
+        cap = (1 << max(records - 1, 1).bit_length()) * RECORD_SIZE
+        if cap != self.cap:
+            self.cap = cap
+            self.mask = cap - 1
+            self.buf = bytearray(cap)
+
+    def reset(self, implicit_task: int) -> None:
+        """Empty the ring for a new recording session."""
         self.head = 0
         self.tail = 0
+        self.limit = self.cap  # head may grow up to tail + cap: the producer's only check
         self.drops: dict[int, int] = {}  # code -> events lost; written by the owner only
-        self.thread = thread
         self.implicit_task = implicit_task
         self.open_waits: list = []
-        self.alive = threading.current_thread()
 
     def take(self) -> bytes:
-        """Copy out the published records and free their space (writer side)."""
+        """Copy out the published records and free their space.
+
+        The writer calls it, and so does the owner thread when its ring is full (to hand the
+        records to the writer's backlog); the lock keeps the two apart.
+        """
+        with self.take_lock:
+            return self._take()
+
+    def _take(self) -> bytes:
         t, h = self.tail, self.head
         if h == t:
             return b""
         a, b = t & self.mask, h & self.mask
+        view = memoryview(self.buf)
         if a < b:
-            chunk = bytes(self.buf[a:b])
+            chunk = bytes(view[a:b])
         else:
-            chunk = bytes(self.buf[a:]) + bytes(self.buf[:b])
+            chunk = bytes(view[a:]) + bytes(view[:b])
         self.tail = h
+        self.limit = h + self.cap
         return chunk
 
 
+# The calling thread's ring, kept across recording sessions (a new session adopts it).
 local = threading.local()
 _rec: Recorder | None = None
+_all_rings: list[Ring] = []  # every live thread's ring, for adoption by the next session
+_all_rings_lock = threading.Lock()
 
 
 class Recorder:
@@ -139,8 +173,20 @@ class Recorder:
         self.write_error: BaseException | None = None
         self.written: dict[int, int] = {}  # code -> events written, for accounting
         self.retired_drops: dict[int, int] = {}  # code -> events lost by finished threads
+        self.snapshot_key: tuple | None = None
+        self.backlog: list[tuple[Ring, bytes]] = []  # full rings' records waiting for the writer
+        self.backlog_bytes = 0  # what the last resources/sites snapshot held
         config.trace_dir.mkdir(parents=True, exist_ok=True)
         self.writer = threading.Thread(target=self._run, name="gigi-writer", daemon=True)
+        with _all_rings_lock:
+            _all_rings[:] = [r for r in _all_rings if r.alive.is_alive()]
+            adopted = list(_all_rings)
+        for ring in adopted:  # threads that recorded in an earlier session
+            ring.resize(config.buffer_events)
+            task = new_task_id()
+            ring.reset(task)
+            self.task_started(TaskInfo(task, ring.alive.name, None, None, time.monotonic_ns()))
+            self.rings.append(ring)
 
     # --- producer side (called from traced threads) --------------------------------------
     def new_ring(self) -> Ring:
@@ -150,6 +196,8 @@ class Recorder:
         self.task_started(TaskInfo(task, th.name, None, None, time.monotonic_ns()))
         with self.lock:
             self.rings.append(ring)
+        with _all_rings_lock:
+            _all_rings.append(ring)
         local.ring = ring
         return ring
 
@@ -166,17 +214,35 @@ class Recorder:
                 self.dirty_tasks.add(task)
 
     def full(self, ring: Ring, code, amount, obj, site, value, dur) -> None:
-        self.wake.set()
+        if not self.wake.is_set():
+            self.wake.set()
+        if self._to_backlog(ring):
+            coded, value = with_value(code, value)
+            RECORD.pack_into(
+                ring.buf,
+                ring.head & ring.mask,
+                time.monotonic_ns(),
+                coded,
+                _task(),
+                amount,
+                obj,
+                site,
+                value,
+                dur,
+            )
+            ring.head += RECORD_SIZE
+            return
         if self.config.policy == "block" and not self.stopping:
-            while ring.head - ring.tail >= ring.cap and self.writer.is_alive():
+            while ring.head >= ring.limit and self.writer.is_alive():
                 self.wake.set()
                 time.sleep(0.0002)
-            if ring.head - ring.tail < ring.cap:
+            if ring.head < ring.limit:
+                coded, value = with_value(code, value)
                 RECORD.pack_into(
                     ring.buf,
                     ring.head & ring.mask,
                     time.monotonic_ns(),
-                    code,
+                    coded,
                     _task(),
                     amount,
                     obj,
@@ -188,31 +254,61 @@ class Recorder:
                 return
         ring.drops[code] = ring.drops.get(code, 0) + 1
 
+    def _to_backlog(self, ring: Ring) -> bool:
+        """Move a full ring's records to the writer's backlog if the budget allows (owner side).
+
+        The writer may be slow to get the GIL back from a busy thread; the backlog lets the
+        thread go on recording meanwhile, within ``backlog_events``.
+        """
+        with self.lock:
+            if self.backlog_bytes + ring.cap > self.config.backlog_events * RECORD_SIZE:
+                return False
+            self.backlog_bytes += ring.cap
+        chunk = ring.take()
+        with self.lock:
+            self.backlog.append((ring, chunk))
+            self.backlog_bytes += len(chunk) - ring.cap
+        return ring.head < ring.limit
+
     # --- writer side ---------------------------------------------------------------------
     def start(self) -> None:
         self.writer.start()
 
     def _run(self) -> None:
+        timeout = self.config.interval
         while not self.stopping:
-            self.wake.wait(self.config.interval)
+            self.wake.wait(timeout)
             self.wake.clear()
             if self.stopping:
                 break
             try:
-                self.flush()
+                fill = self.flush()
             except BaseException as e:  # noqa: BLE001 - the traced program must go on
                 self.write_error = e
+                continue
+            # Come back before the fullest ring can fill: aim to find it at most a quarter full.
+            if fill > 0.25:
+                timeout = max(timeout * 0.25 / fill, 0.005)
+            else:
+                timeout = min(timeout * 2, self.config.interval)
 
-    def flush(self, final: bool = False) -> None:
+    def flush(self, final: bool = False) -> float:
+        """Write out what the rings hold; return the fullest ring's fill (0-1) found."""
         with self.lock:
             rings = list(self.rings)
-        parts = []
+            backlog, self.backlog, self.backlog_bytes = self.backlog, [], 0
+        parts = [
+            (ring, np.frombuffer(chunk, dtype=np.int64).reshape(-1, len(FIELDS)))
+            for ring, chunk in backlog
+        ]
+        fill = 1.0 if backlog else 0.0
         for ring in rings:
             chunk = ring.take()
+            fill = max(fill, len(chunk) / ring.cap)
             if final:
                 chunk += _open_waits(ring)
             if chunk:
-                parts.append((ring, np.frombuffer(chunk, dtype=RECORD_DTYPE)))
+                parts.append((ring, np.frombuffer(chunk, dtype=np.int64).reshape(-1, len(FIELDS))))
         with self.lock:
             keep = []
             for r in self.rings:
@@ -226,6 +322,7 @@ class Recorder:
             self._write_events(parts)
         self._write_tasks(final)
         self._write_snapshots()
+        return fill
 
     def _meta(self, table: str, extra: dict | None = None) -> dict[bytes, bytes]:
         meta = {
@@ -245,9 +342,11 @@ class Recorder:
 
         infos = declared()
         names = pa.array([i.name for i in infos], pa.string())
-        recs = np.concatenate([p for _, p in parts])
-        task = recs["task"].copy()
-        thread = np.empty(len(recs), np.int64)
+        # One transposing copy turns the records into contiguous columns, which Arrow then
+        # takes without copying.
+        cols = np.concatenate([p for _, p in parts]).T.copy()
+        ts, code, task, amount, obj, site, value, dur = cols
+        thread = np.empty(len(ts), np.int64)
         at = 0
         for ring, p in parts:
             seg = slice(at, at + len(p))
@@ -255,27 +354,27 @@ class Recorder:
             t = task[seg]
             t[t == IMPLICIT_TASK] = ring.implicit_task
             at += len(p)
-        code = recs["code"]
-        site, value, dur = recs["site"], recs["value"], recs["dur"]
         batch = pa.record_batch(
             [
-                pa.array(recs["ts"]),
-                pa.array((code & 3).astype(np.uint8)),
-                pa.DictionaryArray.from_arrays(pa.array((code >> 2).astype(np.int32)), names),
+                pa.array(ts),
+                pa.array((code & KIND_MASK).astype(np.uint8)),
+                pa.DictionaryArray.from_arrays(
+                    pa.array((code >> RID_SHIFT).astype(np.int32)), names
+                ),
                 pa.array(task),
                 pa.array(thread),
-                pa.array(recs["amount"]),
-                pa.array(dur, mask=dur == NULL_DUR),
-                pa.array(recs["object"]),
-                pa.array(site.astype(np.int32), mask=site == NULL_SITE),
-                pa.array(value, mask=value == NULL_VALUE),
+                pa.array(amount),
+                _nullable(dur, dur != NULL_DUR),
+                pa.array(obj),
+                _nullable(site.astype(np.int32), site != NULL_SITE),
+                _nullable(value, (code & HAS_VALUE) != 0),
             ],
             schema=_events_schema(),
         )
         sampled = {i.sample_every for i in infos}
         extra = {META_SAMPLE_EVERY: str(sampled.pop()).encode()} if len(sampled) == 1 else {}
         batch = batch.replace_schema_metadata(self._meta("events", extra))
-        counts = np.bincount(code)
+        counts = np.bincount(code & ~HAS_VALUE)
         for c in np.nonzero(counts)[0]:
             self.written[int(c)] = self.written.get(int(c), 0) + int(counts[c])
         self.seq += 1
@@ -302,7 +401,7 @@ class Recorder:
         _write_stream(self.config.trace_dir / f"tasks-{self.pid}-{self.seq:06d}.arrows", table)
 
     def drops(self) -> dict[int, int]:
-        """Events lost so far, by code (rid * 4 + kind)."""
+        """Events lost so far, by code (rid << RID_SHIFT | kind)."""
         with self.lock:
             rings = list(self.rings)
             total = dict(self.retired_drops)
@@ -318,7 +417,13 @@ class Recorder:
         infos = declared()
         dropped = [0] * len(infos)
         for code, n in self.drops().items():
-            dropped[code >> 2] += n
+            dropped[code >> RID_SHIFT] += n
+        with self.lock:
+            sites = list(self.sites)
+        key = (len(infos), tuple(dropped), len(sites))
+        if key == self.snapshot_key:
+            return
+        self.snapshot_key = key
         resources = pa.table(
             {
                 "resource": [i.name for i in infos],
@@ -331,8 +436,6 @@ class Recorder:
             schema=RESOURCES.arrow_schema.with_metadata(self._meta("resources")),
         )
         _write_stream(self.config.trace_dir / f"resources-{self.pid}.arrows", resources)
-        with self.lock:
-            sites = list(self.sites)
         if sites:
             schema = SITES.arrow_schema
             table = pa.table(
@@ -350,11 +453,27 @@ class Recorder:
         self.flush(final=True)
 
 
+def _nullable(values: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """An Arrow array of ``values``, null where ``valid`` is false (no copy when all valid)."""
+    if valid.all():
+        return pa.array(values)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.from_numpy_dtype(values.dtype), len(values), [bitmap, pa.py_buffer(values)]
+    )
+
+
+def with_value(code: int, value: int | None) -> tuple[int, int]:
+    """The record's code and value field for an optional ``value``."""
+    return (code, 0) if value is None else (code | HAS_VALUE, value)
+
+
 def _open_waits(ring: Ring) -> bytes:
     out = bytearray()
     for w in list(ring.open_waits):
         w.ring = None
-        out += RECORD.pack(w.ts, w.code, w.task, w.amount, w.object, w.site, w.value, NULL_DUR)
+        code, value = with_value(w.code, w.value)
+        out += RECORD.pack(w.ts, code, w.task, w.amount, w.object, w.site, value, NULL_DUR)
     ring.open_waits.clear()
     return bytes(out)
 
@@ -381,9 +500,14 @@ def _events_schema() -> pa.Schema:
 
 def _write_stream(path: Path, data: pa.RecordBatch | pa.Table) -> None:
     """Write one segment so that a reader sees all of it or none (write, then rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as f, ipc.new_stream(f, data.schema) as w:
+    # Serialized in memory and written with one call: each time the writer lets go of the GIL
+    # it may wait a whole switch interval to get it back from a busy traced thread.
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, data.schema) as w:
         w.write(data)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(sink.getvalue())
     os.replace(tmp, path)
 
 
@@ -411,8 +535,9 @@ def emit(ts, code, task, amount, obj, site, value, dur) -> None:
     except AttributeError:
         r = rec.new_ring()
     h = r.head
-    if h - r.tail < r.cap:
-        RECORD.pack_into(r.buf, h & r.mask, ts, code, task, amount, obj, site, value, dur)
+    if h < r.limit:
+        coded, packed = with_value(code, value)
+        RECORD.pack_into(r.buf, h & r.mask, ts, coded, task, amount, obj, site, packed, dur)
         r.head = h + RECORD_SIZE
     else:
         rec.full(r, code, amount, obj, site, value, dur)
