@@ -67,8 +67,10 @@ def main() -> None:
         for name in ("bare", "on", "off"):
             med = statistics.median(results[name])
             print(f"  {name:5s} median {med:7.1f} ns/event  ratio to bare {med / base:5.2f}x")
-        print(f"  recorded {written:,} events, dropped {dropped:,} "
-              f"({100 * dropped / max(written + dropped, 1):.2f}%)")
+        print(
+            f"  recorded {written:,} events, dropped {dropped:,} "
+            f"({100 * dropped / max(written + dropped, 1):.2f}%)"
+        )
 
 
 if __name__ == "__main__":

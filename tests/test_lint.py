@@ -1,4 +1,3 @@
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -8,9 +7,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.skipif(
-    shutil.which("ruff") is None and sys.prefix == sys.base_prefix, reason="ruff not installed"
-)
 @pytest.mark.parametrize("args", [["check"], ["format", "--check"]])
 def test_ruff(args):
     out = subprocess.run(
