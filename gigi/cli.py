@@ -68,9 +68,13 @@ def ingest(
     store: Annotated[
         Path, typer.Option(help="Store to write into; the trace goes to STORE/<trace id>.")
     ] = Path(DEFAULT_STORE),
-    memory_limit: Annotated[
-        str, typer.Option(help="Memory DuckDB may use while sorting (spills to disk beyond it).")
-    ] = "1GB",
+    run_rows: Annotated[
+        int,
+        typer.Option(
+            help="Events sorted in memory at once (about 60 bytes each); the rest "
+            "waits on disk in the store."
+        ),
+    ] = 2 << 20,
 ) -> None:
     """Read every segment of a trace, validate it, and write it into a store."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -95,7 +99,7 @@ def ingest(
                 )
             bar.update(tasks[stage], completed=done)
 
-        manifest = run_ingest(trace_dir, store, memory_limit=memory_limit, progress=progress)
+        manifest = run_ingest(trace_dir, store, run_rows=run_rows, progress=progress)
     for note in manifest.notes:
         console.print(f"warning: {note}", highlight=False)
     typer.echo(

@@ -9,6 +9,8 @@ trace leaves the store as it was.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -16,7 +18,7 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,8 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from gigi.errors import IngestError, SchemaError
+from gigi.errors import IngestError
 from gigi.ingest._segments import Segment, list_segments, open_segment
+from gigi.ingest._sort import RUN_ROWS, RunWriter, merge_runs, rebatch
 from gigi.schema import (
     EVENTS,
     HOLD_PAIRS_SCHEMA,
@@ -164,36 +167,23 @@ class _Events:
         self.segments = segments
         self.progress = progress
         self.total = total
-        self.error: BaseException | None = None
         self.count = 0
         self.start: int | None = None
         self.end: int | None = None
 
     def batches(self):
+        """Every events batch, validated and normalized, in segment order."""
         done = 0
-        schema = EVENTS.arrow_schema
-        try:
-            for index, seg in enumerate(self.segments):
-                if seg.table != "events":
-                    continue
-                row = 0
+        for seg in self.segments:
+            if seg.table == "events":
                 for b_index, batch in enumerate(seg.batches_iter()):
                     norm = normalize_batch(batch, EVENTS, path=str(seg.path), batch_index=b_index)
-                    n = norm.num_rows
-                    if n == 0:
-                        continue
-                    order = pa.array(np.arange(row, row + n, dtype=np.int64) + (index << 40))
-                    row += n
-                    self._gather(norm)
-                    yield pa.RecordBatch.from_arrays(
-                        [*norm.columns, order], schema=schema.append(pa.field("_ord", pa.int64()))
-                    )
-                done += seg.size
-                if self.progress:
-                    self.progress("read", done, self.total)
-        except BaseException as e:  # re-raised by ingest() once DuckDB has given up
-            self.error = e
-            raise
+                    if norm.num_rows:
+                        self._gather(norm)
+                        yield norm
+            done += seg.size
+            if self.progress:
+                self.progress("read", done, self.total)
 
     def _gather(self, b: pa.RecordBatch) -> None:
         self.count += b.num_rows
@@ -208,16 +198,15 @@ def ingest(
     trace_dir: str | os.PathLike,
     store: str | os.PathLike,
     *,
-    memory_limit: str = "1GB",
+    run_rows: int = RUN_ROWS,
     progress: Progress | None = None,
 ) -> Manifest:
     """Ingest the trace in ``trace_dir`` into ``store``; return its manifest.
 
     The entry goes to ``store/<trace id>``, replacing an earlier ingest of the same trace.
-    ``memory_limit`` caps DuckDB's sort (it spills to a temporary directory in the store).
+    Events are sorted in runs of ``run_rows`` spilled to a temporary directory in the store:
+    memory follows ``run_rows``, not the length of the trace.
     """
-    import duckdb
-
     trace_dir, store = Path(trace_dir), Path(store)
     paths = list_segments(trace_dir)
     if not paths:
@@ -238,31 +227,11 @@ def ingest(
         tables = {name: _merge_small(name, bs) for name, bs in small.items()}
 
         events = _Events(segments, progress, sum(s.size for s in segments))
-        reader = pa.RecordBatchReader.from_batches(
-            EVENTS.arrow_schema.append(pa.field("_ord", pa.int64())), events.batches()
-        )
-        con = duckdb.connect(
-            config={
-                "memory_limit": memory_limit,
-                "temp_directory": str(work / "spill"),
-                "preserve_insertion_order": True,
-            }
-        )
-        columns = ", ".join(f'"{c}"' for c in EVENTS.column_names)
-        try:
-            con.register("incoming", reader)
-            sorted_reader = con.sql(
-                f"SELECT {columns} FROM incoming ORDER BY ts, _ord"
-            ).to_arrow_reader(ROW_GROUP)
-            counts = _write_events(sorted_reader, work, events.count, progress)
-        except duckdb.Error as e:
-            if isinstance(events.error, SchemaError | IngestError):
-                raise events.error from None
-            raise IngestError(f"{trace_dir}: sorting events failed: {e}") from None
-        finally:
-            con.close()
-        if events.error is not None:
-            raise events.error
+        runs = RunWriter(work / "spill", EVENTS.arrow_schema, run_rows=run_rows)
+        for batch in events.batches():
+            runs.add(batch)
+        sorted_events = rebatch(merge_runs(runs.finish(), EVENTS.arrow_schema), ROW_GROUP)
+        counts = _write_events(sorted_events, work, events.count, progress)
         resource_names, holds, open_holds = counts
         tables["resources"] = _complete_resources(tables["resources"], resource_names)
         for name, table in tables.items():
@@ -278,75 +247,103 @@ def ingest(
 
 
 def _write_events(
-    reader: pa.RecordBatchReader, work: Path, expected: int, progress: Progress | None
+    reader: Iterator[pa.RecordBatch], work: Path, expected: int, progress: Progress | None
 ) -> tuple[list[str], int, int]:
-    """Pass 2: number, pair and write the sorted events; return resource names and hold counts."""
-    from gigi.metrics.pairing import HoldPairer
+    """Pass 2: number, pair and write the sorted events; return resource names and hold counts.
 
+    Pairing (numba, without the GIL) runs on a second thread beside the Parquet writes, one
+    batch at a time and in order; at most two batches wait for it.
+    """
     (work / "events").mkdir()
     (work / "hold_pairs").mkdir()
-    pairer = HoldPairer()
+    holds = _HoldsWriter(work / "hold_pairs" / "part-000000.parquet")
     codes: dict[str, int] = {}
     writer: pq.ParquetWriter | None = None
-    holds_writer = pq.ParquetWriter(work / "hold_pairs" / "part-000000.parquet", HOLD_PAIRS_SCHEMA)
-    seq = rows_in_file = files = holds = 0
+    seq = rows_in_file = files = 0
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gigi-pairing")
+    pending: collections.deque[concurrent.futures.Future] = collections.deque()
+    try:
+        for batch in reader:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            if batch.schema != EVENTS.arrow_schema:
+                batch = batch.cast(EVENTS.arrow_schema)
+            seqs = np.arange(seq, seq + n, dtype=np.int64)
+            seq += n
+            if writer is None or rows_in_file >= ROWS_PER_FILE:
+                if writer is not None:
+                    writer.close()
+                path = work / "events" / f"part-{files:06d}.parquet"
+                writer = pq.ParquetWriter(path, STORE_EVENTS_SCHEMA)
+                files += 1
+                rows_in_file = 0
+            writer.write_batch(
+                pa.RecordBatch.from_arrays(
+                    [*batch.columns, pa.array(seqs)], schema=STORE_EVENTS_SCHEMA
+                ),
+                row_group_size=ROW_GROUP,
+            )
+            rows_in_file += n
+            res_codes = _resource_codes(batch.column("resource"), codes)
+            kind, obj, task, amount = (
+                batch.column(c).to_numpy() for c in ("kind", "object", "task", "amount")
+            )
+            while len(pending) >= 2:
+                pending.popleft().result()
+            pending.append(pool.submit(holds.feed, kind, res_codes, obj, task, amount, seqs))
+            if progress:
+                progress("write", seq, expected)
+        while pending:
+            pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if writer is None:
+        pq.write_table(STORE_EVENTS_SCHEMA.empty_table(), work / "events" / "part-000000.parquet")
+    else:
+        writer.close()
+    open_holds = holds.finish()
+    return list(codes), holds.count, open_holds
 
-    def write_pairs(acq, rel, amt):
-        nonlocal holds
-        holds += len(acq)
+
+def _resource_codes(resource: pa.Array, codes: dict[str, int]) -> np.ndarray:
+    """Integer codes of resource names, stable over the whole trace (``codes`` grows)."""
+    enc = pc.dictionary_encode(resource)
+    local = np.array(
+        [codes.setdefault(v, len(codes)) for v in enc.dictionary.to_pylist()], dtype=np.int64
+    )
+    return local[enc.indices.to_numpy()] if len(local) else np.zeros(len(resource), np.int64)
+
+
+class _HoldsWriter:
+    """Streams events through the pairing kernel and its pairs into ``hold_pairs``."""
+
+    def __init__(self, path: Path) -> None:
+        from gigi.metrics.pairing import HoldPairer
+
+        self.pairer = HoldPairer()
+        self.writer = pq.ParquetWriter(path, HOLD_PAIRS_SCHEMA)
+        self.count = 0
+
+    def feed(self, *columns: np.ndarray) -> None:
+        self._write(*self.pairer.feed(*columns))
+
+    def finish(self) -> int:
+        """Write the holds still open; return how many there are."""
+        acq, rel, amt = self.pairer.finish()
+        self._write(acq, rel, amt)
+        self.writer.close()
+        return len(acq)
+
+    def _write(self, acq: np.ndarray, rel: np.ndarray, amt: np.ndarray) -> None:
+        self.count += len(acq)
         if len(acq):
-            holds_writer.write_batch(
+            self.writer.write_batch(
                 pa.record_batch(
                     [pa.array(acq, mask=acq < 0), pa.array(rel, mask=rel < 0), pa.array(amt)],
                     schema=HOLD_PAIRS_SCHEMA,
                 )
             )
-
-    for batch in reader:
-        n = batch.num_rows
-        if n == 0:
-            continue
-        batch = batch.cast(EVENTS.arrow_schema) if batch.schema != EVENTS.arrow_schema else batch
-        seqs = np.arange(seq, seq + n, dtype=np.int64)
-        seq += n
-        out = pa.RecordBatch.from_arrays(
-            [*batch.columns, pa.array(seqs)], schema=STORE_EVENTS_SCHEMA
-        )
-        if writer is None or rows_in_file >= ROWS_PER_FILE:
-            if writer is not None:
-                writer.close()
-            writer = pq.ParquetWriter(
-                work / "events" / f"part-{files:06d}.parquet", STORE_EVENTS_SCHEMA
-            )
-            files += 1
-            rows_in_file = 0
-        writer.write_batch(out, row_group_size=ROW_GROUP)
-        rows_in_file += n
-        enc = pc.dictionary_encode(batch.column("resource"))
-        local = np.array(
-            [codes.setdefault(v, len(codes)) for v in enc.dictionary.to_pylist()], dtype=np.int64
-        )
-        res_codes = local[enc.indices.to_numpy()] if len(local) else np.zeros(n, np.int64)
-        write_pairs(
-            *pairer.feed(
-                batch.column("kind").to_numpy(),
-                res_codes,
-                batch.column("object").to_numpy(),
-                batch.column("task").to_numpy(),
-                batch.column("amount").to_numpy(),
-                seqs,
-            )
-        )
-        if progress:
-            progress("write", seq, expected)
-    if writer is None:
-        pq.write_table(STORE_EVENTS_SCHEMA.empty_table(), work / "events" / "part-000000.parquet")
-    else:
-        writer.close()
-    acq, rel, amt = pairer.finish()
-    write_pairs(acq, rel, amt)
-    holds_writer.close()
-    return list(codes), holds, len(acq)
 
 
 def _complete_resources(resources: pa.Table, seen: list[str]) -> pa.Table:

@@ -59,147 +59,29 @@ def pair_holds_reference(kind, resource, obj, task, amount, seq) -> list[tuple[i
     return out + sorted(rest)
 
 
-def _kernels():
-    """Compile (or load from numba's cache) the streaming kernel."""
-    import numba
-    from numba import types
-    from numba.typed import Dict
-
-    key2 = types.UniTuple(types.int64, 2)
-    key3 = types.UniTuple(types.int64, 3)
-    pair = types.UniTuple(types.int64, 2)
-
-    @numba.njit(cache=True)
-    def _unlink(h, prev, nxt, heads, key):
-        p, n = prev[h], nxt[h]
-        if p != NONE:
-            nxt[p] = n
-        if n != NONE:
-            prev[n] = p
-        ht = heads[key]
-        head = n if ht[0] == h else ht[0]
-        tail = p if ht[1] == h else ht[1]
-        if head == NONE:
-            del heads[key]
-        else:
-            heads[key] = (head, tail)
-
-    @numba.njit(cache=True)
-    def _link(h, prev, nxt, heads, key):
-        nxt[h] = NONE
-        if key in heads:
-            ht = heads[key]
-            prev[h] = ht[1]
-            nxt[ht[1]] = h
-            heads[key] = (ht[0], h)
-        else:
-            prev[h] = NONE
-            heads[key] = (h, h)
-
-    @numba.njit(cache=True)
-    def pair_chunk(
-        kind,
-        res,
-        obj,
-        task,
-        amount,
-        seq,
-        slots,
-        free,
-        nfree,
-        k_heads,
-        t_heads,
-        out_acq,
-        out_rel,
-        out_amt,
-    ):
-        # slots columns: 0 seq, 1 task, 2 remaining, 3 res, 4 obj, 5 prev_k, 6 next_k,
-        # 7 prev_t, 8 next_t
-        n_out = 0
-        for i in range(kind.shape[0]):
-            a = amount[i]
-            if a == 0:
-                continue
-            k2 = (res[i], obj[i])
-            if kind[i] == ACQUIRE:
-                nfree -= 1
-                h = free[nfree]
-                slots[h, 0] = seq[i]
-                slots[h, 1] = task[i]
-                slots[h, 2] = a
-                slots[h, 3] = res[i]
-                slots[h, 4] = obj[i]
-                _link(h, slots[:, 5], slots[:, 6], k_heads, k2)
-                _link(h, slots[:, 7], slots[:, 8], t_heads, (res[i], obj[i], task[i]))
-                continue
-            if kind[i] != RELEASE:
-                continue
-            k3 = (res[i], obj[i], task[i])
-            left = a
-            while left > 0:
-                if k3 in t_heads:
-                    h = t_heads[k3][0]
-                elif k2 in k_heads:
-                    h = k_heads[k2][0]
-                else:
-                    out_acq[n_out] = NONE
-                    out_rel[n_out] = seq[i]
-                    out_amt[n_out] = left
-                    n_out += 1
-                    break
-                take = min(left, slots[h, 2])
-                out_acq[n_out] = slots[h, 0]
-                out_rel[n_out] = seq[i]
-                out_amt[n_out] = take
-                n_out += 1
-                slots[h, 2] -= take
-                left -= take
-                if slots[h, 2] == 0:
-                    _unlink(h, slots[:, 5], slots[:, 6], k_heads, k2)
-                    _unlink(
-                        h,
-                        slots[:, 7],
-                        slots[:, 8],
-                        t_heads,
-                        (slots[h, 3], slots[h, 4], slots[h, 1]),
-                    )
-                    free[nfree] = h
-                    nfree += 1
-        return n_out, nfree
-
-    def new_dicts():
-        return Dict.empty(key2, pair), Dict.empty(key3, pair)
-
-    return pair_chunk, new_dicts
-
-
-_KERNELS = None
-
-
 class HoldPairer:
     """Streaming pairing: ``feed`` batches in ``seq`` order, then ``finish`` for open holds."""
 
     def __init__(self, capacity: int = 1024) -> None:
-        global _KERNELS
-        if _KERNELS is None:
-            _KERNELS = _kernels()
-        self._pair_chunk, new_dicts = _KERNELS
-        self._k_heads, self._t_heads = new_dicts()
-        self._slots = np.full((capacity, 9), NONE, dtype=np.int64)
+        from gigi.metrics import _pairing_kernel as kernel
+
+        self._pair_chunk = kernel.pair_chunk
+        self._by_key, self._by_task = kernel.Table(), kernel.Table()
+        self._slots = np.full((kernel.FIELDS, capacity), NONE, dtype=np.int64)
         self._free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
         self._nfree = capacity
 
     @property
     def open_holds(self) -> int:
-        return len(self._slots) - self._nfree
+        return self._slots.shape[1] - self._nfree
 
     def _reserve(self, n: int) -> None:
         if self._nfree >= n:
             return
-        old = len(self._slots)
+        old = self._slots.shape[1]
         new = max(old * 2, old - self._nfree + n)
-        slots = np.full((new, 9), NONE, dtype=np.int64)
-        slots[:old] = self._slots
+        slots = np.full((self._slots.shape[0], new), NONE, dtype=np.int64)
+        slots[:, :old] = self._slots
         free = np.empty(new, dtype=np.int64)
         free[: self._nfree] = self._free[: self._nfree]
         added = np.arange(new - 1, old - 1, -1, dtype=np.int64)
@@ -218,26 +100,45 @@ class HoldPairer:
             kind, resource, obj, task, amount, seq = (
                 np.asarray(x)[sel] for x in (kind, resource, obj, task, amount, seq)
             )
-        n_acq = int(np.count_nonzero(kind == ACQUIRE))
-        self._reserve(n_acq)
-        cap = self.open_holds + n_acq + (len(kind) - n_acq) + 1
+        columns = [
+            np.ascontiguousarray(x, dtype=np.int64)
+            for x in (kind, resource, obj, task, amount, seq)
+        ]
+        # Each RELEASE pair ends a hold or the RELEASE: at most open + batch pairs.
+        cap = self.open_holds + len(kind) + 1
         out = [np.empty(cap, dtype=np.int64) for _ in range(3)]
-        n, self._nfree = self._pair_chunk(
-            kind,
-            *(np.ascontiguousarray(x, dtype=np.int64) for x in (resource, obj, task, amount, seq)),
-            self._slots,
-            self._free,
-            self._nfree,
-            self._k_heads,
-            self._t_heads,
-            *out,
-        )
+        start, n = 0, 0
+        while True:
+            n, self._nfree, stop = self._pair_chunk(
+                *columns,
+                start,
+                self._slots,
+                self._free,
+                self._nfree,
+                *(
+                    getattr(t, f)
+                    for t in (self._by_key, self._by_task)
+                    for f in ("keys", "ends", "state", "meta")
+                ),
+                *out,
+                n,
+            )
+            if stop < 0:
+                break
+            start = stop
+            if self._nfree == 0:
+                self._reserve(max(1024, self._slots.shape[1]))
+            for table in (self._by_key, self._by_task):
+                if (table.meta[0] + table.meta[1] + 1) * 2 > len(table.state):
+                    table.grow()
         return tuple(o[:n] for o in out)
 
     def finish(self):
         """The holds still open, ``(acquire_seq, -1, remaining)``, in ``acquire_seq`` order."""
-        used = np.ones(len(self._slots), dtype=bool)
+        from gigi.metrics._pairing_kernel import REMAINING, SEQ
+
+        used = np.ones(self._slots.shape[1], dtype=bool)
         used[self._free[: self._nfree]] = False
-        open_ = self._slots[used]
-        open_ = open_[np.argsort(open_[:, 0], kind="stable")]
-        return open_[:, 0].copy(), np.full(len(open_), NONE, dtype=np.int64), open_[:, 2].copy()
+        seq, remaining = self._slots[SEQ][used], self._slots[REMAINING][used]
+        order = np.argsort(seq, kind="stable")
+        return seq[order], np.full(len(seq), NONE, dtype=np.int64), remaining[order]
