@@ -74,7 +74,7 @@ def ingest(
             help="Events sorted in memory at once (about 60 bytes each); the rest "
             "waits on disk in the store."
         ),
-    ] = 2 << 20,
+    ] = 1 << 20,
 ) -> None:
     """Read every segment of a trace, validate it, and write it into a store."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

@@ -54,3 +54,12 @@ def events(**cols) -> dict:
     }
     base.update(cols)
     return base
+
+
+def connect_checked(target, **kwargs):
+    """``gigi.queries.connect``, after asserting the ingested trace's invariants hold."""
+    from gigi.queries import connect, self_check
+
+    con = connect(target, **kwargs)
+    assert self_check(con) == []
+    return con

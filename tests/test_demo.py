@@ -1,6 +1,7 @@
 from gigi import demo
 from gigi.ingest import ingest
-from gigi.queries import connect, run
+from gigi.queries import run
+from tests.conftest import connect_checked
 
 
 def test_demo_shows_undo_growth_then_throughput_collapse(tmp_path):
@@ -9,7 +10,7 @@ def test_demo_shows_undo_growth_then_throughput_collapse(tmp_path):
     assert len(done) > 1000
     m = ingest(tmp_path / "trace", tmp_path / "store")
     assert m.dropped == 0
-    con = connect(tmp_path / "store")
+    con = connect_checked(tmp_path / "store")
     # The long transaction's commit: its end, on the trace clock.
     commit = run(con, "SELECT \"end\" FROM tasks WHERE name LIKE 'long txn%'").fetchall()[0][0]
     start = run(con, "SELECT start FROM trace_info").fetchall()[0][0]

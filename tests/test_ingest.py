@@ -15,8 +15,8 @@ import pytest
 
 from gigi.errors import IngestError, SchemaError
 from gigi.ingest import ingest, locate
-from gigi.queries import connect, run
-from tests.conftest import events, write_stream
+from gigi.queries import run
+from tests.conftest import connect_checked, events, write_stream
 
 
 def _ten(start=0):
@@ -41,7 +41,7 @@ def test_stream_file_and_parquet_segments_concatenate_sorted(trace_dir, store):
     pq.write_table(pa.table(_ten(50)), trace_dir / "c.parquet")
     m = ingest(trace_dir, store)
     assert m.events == 30 and m.segments_read == 3 and m.bytes_lost == 0
-    con = connect(store)
+    con = connect_checked(store)
     ts = [r[0] for r in run(con, "SELECT ts FROM events ORDER BY seq").fetchall()]
     assert ts == sorted(ts) and len(ts) == 30
     assert run(con, "SELECT count(*) FROM holds WHERE NOT open").fetchall() == [(15,)]
@@ -57,7 +57,7 @@ def test_ties_on_ts_keep_segment_order(trace_dir, store):
         ),
     )
     ingest(trace_dir, store)
-    assert run(connect(store), "SELECT value FROM events ORDER BY seq").fetchall() == [
+    assert run(connect_checked(store), "SELECT value FROM events ORDER BY seq").fetchall() == [
         (1,),
         (2,),
         (3,),
@@ -180,7 +180,7 @@ def test_rows_of_one_task_from_several_segments_merge(trace_dir, store):
         metadata={"gigi.table": "tasks"},
     )
     ingest(trace_dir, store)
-    assert run(connect(store), 'SELECT task, name, start, "end" FROM tasks').fetchall() == [
+    assert run(connect_checked(store), 'SELECT task, name, start, "end" FROM tasks').fetchall() == [
         (1, "job", 10, 99)
     ]
 
@@ -229,7 +229,7 @@ def test_sigkill_leaves_every_flushed_segment_readable(trace_dir, store):
     assert proc.returncode == -signal.SIGKILL
     m = ingest(trace_dir, store)
     assert m.events >= 3 and m.bytes_lost == 0
-    con = connect(store)
+    con = connect_checked(store)
     kinds = run(con, "SELECT kind, count(*) FROM events GROUP BY kind ORDER BY kind").fetchall()
     counts = [n for _, n in kinds]
     # Events of one loop iteration may straddle the last flush, never more.

@@ -5,8 +5,8 @@ from hypothesis import strategies as st
 
 from gigi.ingest import ingest
 from gigi.metrics import HoldPairer, pair_holds_reference
-from gigi.queries import connect, run
-from tests.conftest import events, write_stream
+from gigi.queries import run
+from tests.conftest import connect_checked, events, write_stream
 
 A, R = "ACQUIRE", "RELEASE"
 
@@ -28,7 +28,7 @@ def holds_of(trace_dir, store, rows, tasks=None):
         write_stream(trace_dir / "t.arrows", tasks, metadata={"gigi.table": "tasks"})
     ingest(trace_dir, store)
     return run(
-        connect(store),
+        connect_checked(store),
         """
         SELECT task, release_task, acquire_ts, release_ts, hold_ns, amount, open,
                began_before_trace, outlived_task

@@ -7,7 +7,8 @@ import pytest
 
 import gigi.probes as gp
 from gigi.errors import ProbeError
-from gigi.queries import connect, run
+from gigi.queries import run
+from tests.conftest import connect_checked
 
 
 def _thread_work(res, index, n):
@@ -41,7 +42,7 @@ def test_eight_threads_round_trip_event_for_event(trace_dir):
     assert stats.dropped["t.round_trip"] == 0
     assert stats.written["t.round_trip"] == threads_n * per_thread
 
-    con = connect(trace_dir)
+    con = connect_checked(trace_dir)
     rows = run(
         con,
         "SELECT e.kind, e.object, e.value, e.amount, e.site, t.name, e.seq, e.thread "
@@ -81,7 +82,7 @@ def test_overload_written_plus_dropped_equals_emitted(trace_dir):
     stats = gp.disable()
     assert stats.dropped["t.overload"] > 0
     assert stats.written["t.overload"] + stats.dropped["t.overload"] == 2 * emitted
-    con = connect(trace_dir)
+    con = connect_checked(trace_dir)
     recorded, dropped = run(
         con, "SELECT recorded, dropped FROM drops WHERE resource = 't.overload'"
     ).fetchall()[0]
@@ -108,7 +109,7 @@ def test_asyncio_tasks_inherit_and_record_parents(trace_dir):
 
     request_id = asyncio.run(request())
     gp.disable()
-    con = connect(trace_dir)
+    con = connect_checked(trace_dir)
     tasks = dict(run(con, "SELECT name, parent FROM tasks WHERE name LIKE 'child-%'").fetchall())
     assert tasks == {f"child-{n}": request_id for n in range(3)}
     holds = run(
@@ -131,7 +132,7 @@ def test_thread_pools_keep_task_ids_with_wrap_or_copied_context(trace_dir):
         pool.submit(ctx.run, res.release, 9).result()
         pool.submit(res.use, 10).result()  # no copied context: the pool thread's own task
     gp.disable()
-    con = connect(trace_dir)
+    con = connect_checked(trace_dir)
     by_kind = dict(
         run(con, "SELECT kind, list(DISTINCT task) FROM events GROUP BY kind").fetchall()
     )
@@ -153,7 +154,7 @@ def test_waits_begin_end_and_open_at_exit(trace_dir):
     done.wait(5)
     res.wait(8).__enter__()  # never ended: still waiting when the trace ends
     gp.disable()
-    con = connect(trace_dir)
+    con = connect_checked(trace_dir)
     rows = run(
         con,
         'SELECT object, open, dur >= 0, end_ts = (SELECT "end" FROM trace_info) '
@@ -174,7 +175,7 @@ def test_sampling_keeps_whole_lifecycles_and_says_so(trace_dir):
     stats = gp.disable()
     kept = stats.written["t.sampled"]
     assert 1400 < kept < 2600  # about one object in four, both of its events
-    con = connect(trace_dir)
+    con = connect_checked(trace_dir)
     assert run(con, "SELECT count(*) FROM holds WHERE open").fetchall()[0] == (0,)
     assert run(con, "SELECT sample_every FROM resources WHERE resource = 't.sampled'").fetchall()[
         0

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-RUN_ROWS = 2 << 20
-BLOCK_ROWS = 1 << 17
+RUN_ROWS = 1 << 20
+BLOCK_ROWS = 1 << 16
 # An in-order run is spilled as it is (no reordering) once it has this many rows and the next
 # batch would break its order; shorter ones are coalesced and sorted, to keep runs few.
 MIN_SORTED_RUN = 1 << 16

@@ -46,7 +46,7 @@ from gigi.schema import (
 STORE_LAYOUT_VERSION = 1
 MANIFEST = "manifest.json"
 ROWS_PER_FILE = 8 << 20
-ROW_GROUP = 1 << 20
+ROW_GROUP = 1 << 19
 
 # Progress callback: (stage, done, total) with stage "read" (bytes) or "write" (events).
 Progress = Callable[[str, int, int], None]

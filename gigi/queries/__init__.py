@@ -24,5 +24,15 @@ from gigi.queries._connect import (
     run_named,
     views,
 )
+from gigi.queries._invariants import self_check
 
-__all__ = ["NAMED_DIR", "VIEWS_DIR", "connect", "named_queries", "run", "run_named", "views"]
+__all__ = [
+    "NAMED_DIR",
+    "VIEWS_DIR",
+    "connect",
+    "named_queries",
+    "run",
+    "run_named",
+    "self_check",
+    "views",
+]
