@@ -43,7 +43,24 @@ def reference() -> str:
     parts = [START, "", "```", help_text([]), "```"]
     for name in commands():
         parts += ["", f"### `gigi-query {name}`", "", "```", help_text([name]), "```"]
-    parts += ["", END]
+    parts += [
+        "",
+        "### Views and named queries",
+        "",
+        "Generated from the comments in `gigi/queries/views/*.sql` and `gigi/queries/named/*.sql`.",
+        "",
+    ]
+    from gigi.queries import named_queries, views
+
+    for kind, docs in (("view", views()), ("named query", named_queries())):
+        for doc in docs.values():
+            parts += [f"**`{doc.name}`** ({kind}): {doc.summary}", ""]
+            for p in doc.params.values():
+                parts.append(f"- parameter `{p.name}` (default {p.default}): {p.doc}")
+            for col, text in doc.columns.items():
+                parts.append(f"- `{col}`: {text}")
+            parts.append("")
+    parts += [END]
     return "\n".join(parts)
 
 

@@ -110,6 +110,19 @@ def ingest(
     typer.echo(_drops_line(manifest))
 
 
+def _open(target: Path, trace: str | None):
+    """Locate the trace, and say on stderr when its figures rest on incomplete data."""
+    from gigi.ingest import locate
+
+    entry = locate(target, trace)
+    m = entry.manifest
+    if m.dropped or m.bytes_lost:
+        print(
+            f"gigi-query: note: trace {m.trace_id} is incomplete: {_drops_line(m)}", file=sys.stderr
+        )
+    return entry
+
+
 def _drops_line(manifest) -> str:
     if not manifest.dropped and not manifest.bytes_lost:
         return "dropped: 0 events; bytes lost: 0"
@@ -137,7 +150,8 @@ def sql(
     from gigi._output import write_result
     from gigi.queries import connect, run
 
-    con = connect(target, trace=trace, variables=_params(param))
+    entry = _open(target, trace)
+    con = connect(entry, variables=_params(param))
     write_result(run(con, query).to_arrow_table(), format, output)
 
 
@@ -154,7 +168,8 @@ def query(
     from gigi._output import write_result
     from gigi.queries import connect, run_named
 
-    con = connect(target, trace=trace, variables=_params(param))
+    entry = _open(target, trace)
+    con = connect(entry, variables=_params(param))
     write_result(run_named(con, name).to_arrow_table(), format, output, title=name)
 
 
@@ -182,10 +197,9 @@ def info(
 ) -> None:
     """Describe a trace: events, time range, tasks, resources, drops, segments."""
     from gigi._output import write_result
-    from gigi.ingest import locate
     from gigi.queries import connect, run
 
-    entry = locate(target, trace)
+    entry = _open(target, trace)
     m = entry.manifest
     con = connect(entry)
     table = run(

@@ -52,6 +52,11 @@ def test_ingest_reports_drops(trace_dir, store):
     assert b"dropped: 7 events (r 7); bytes lost: 0" in out.stdout
     info = cli("info", str(store))
     assert b"dropped: 7 events (r 7)" in info.stdout
+    out = cli("sql", str(store), "SELECT count(*) AS n FROM events", "--format", "csv")
+    assert out.stdout.decode().splitlines() == ['"n"', "1"]
+    assert "note: trace" in out.stderr.decode() and "is incomplete: dropped: 7 events" in (
+        out.stderr.decode()
+    )
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "arrow"])
