@@ -4,7 +4,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gigi.ingest._sort import RunWriter, merge_runs, rebatch
+from gigi.ingest._sort import RunWriter, merge_runs, rebatch, reduce_runs
 
 SCHEMA = pa.schema([("ts", pa.int64()), ("arrival", pa.int64())])
 
@@ -18,8 +18,11 @@ SCHEMA = pa.schema([("ts", pa.int64()), ("arrival", pa.int64())])
     st.integers(1, 40),
     st.integers(1, 9),
     st.integers(1, 12),
+    st.integers(2, 4),
 )
-def test_merge_matches_a_stable_sort(tmp_path_factory, batches, run_rows, block_rows, min_run):
+def test_merge_matches_a_stable_sort(
+    tmp_path_factory, batches, run_rows, block_rows, min_run, fan_in
+):
     spill = tmp_path_factory.mktemp("spill")
     writer = RunWriter(
         spill, SCHEMA, run_rows=run_rows, block_rows=block_rows, min_sorted_run=min_run
@@ -39,7 +42,7 @@ def test_merge_matches_a_stable_sort(tmp_path_factory, batches, run_rows, block_
         )
     out = [
         row
-        for b in rebatch(merge_runs(writer.finish(), SCHEMA), 7)
+        for b in rebatch(merge_runs(reduce_runs(writer.finish(), SCHEMA, fan_in), SCHEMA), 7)
         for row in zip(b.column(0).to_pylist(), b.column(1).to_pylist(), strict=True)
     ]
     assert out == sorted(expected, key=lambda r: r[0])  # sorted() is stable

@@ -21,6 +21,8 @@ BLOCK_ROWS = 1 << 16
 # batch would break its order; shorter ones are coalesced and sorted, to keep runs few.
 MIN_SORTED_RUN = 1 << 16
 _SPILL_OPTIONS = ipc.IpcWriteOptions(compression="lz4")
+# Runs merged at once (each holds one block in memory while merging).
+FAN_IN = 16
 
 
 def _stable_order(ts: np.ndarray) -> np.ndarray | None:
@@ -107,11 +109,11 @@ class _Run:
             self.exhausted = True
             self.file.close()
             return
-        self.rows = (
-            block
-            if self.rows is None or self.rows.num_rows == 0
-            else pa.concat_tables([self.rows, block])
-        )
+        if self.rows is None or self.rows.num_rows == 0:
+            self.rows = block
+        else:
+            # Copy what is left of the older blocks, so that their buffers can go.
+            self.rows = pa.concat_tables([self.rows, block]).combine_chunks()
         self.ts = self.rows.column("ts").to_numpy()
 
     def take_before(self, cutoff: int | None) -> pa.Table | None:
@@ -125,6 +127,32 @@ class _Run:
         self.rows = self.rows.slice(end)
         self.ts = self.ts[end:]
         return head
+
+
+def reduce_runs(runs: list[Path], schema: pa.Schema, fan_in: int = FAN_IN) -> list[Path]:
+    """Merge runs in groups of ``fan_in`` until at most ``fan_in`` are left.
+
+    Merging holds one block per run in memory, so bounding the runs merged at once bounds the
+    memory of any trace's sort; each level costs one more pass over the spilled events.
+    """
+    level = 0
+    while len(runs) > fan_in:
+        level += 1
+        merged = []
+        for g in range(0, len(runs), fan_in):
+            group = runs[g : g + fan_in]
+            path = group[0].with_name(f"level{level}-{g // fan_in:06d}.arrows")
+            with (
+                pa.OSFile(str(path), "wb") as f,
+                ipc.new_stream(f, schema, options=_SPILL_OPTIONS) as w,
+            ):
+                for batch in rebatch(merge_runs(group, schema), BLOCK_ROWS):
+                    w.write_table(pa.Table.from_batches([batch]), max_chunksize=BLOCK_ROWS)
+            for p in group:
+                p.unlink()
+            merged.append(path)
+        runs = merged
+    return runs
 
 
 def merge_runs(runs: list[Path], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from gigi.errors import IngestError
 from gigi.ingest._segments import Segment, list_segments, open_segment
-from gigi.ingest._sort import RUN_ROWS, RunWriter, merge_runs, rebatch
+from gigi.ingest._sort import RUN_ROWS, RunWriter, merge_runs, rebatch, reduce_runs
 from gigi.schema import (
     EVENTS,
     HOLD_PAIRS_SCHEMA,
@@ -230,7 +230,8 @@ def ingest(
         runs = RunWriter(work / "spill", EVENTS.arrow_schema, run_rows=run_rows)
         for batch in events.batches():
             runs.add(batch)
-        sorted_events = rebatch(merge_runs(runs.finish(), EVENTS.arrow_schema), ROW_GROUP)
+        sorted_runs = reduce_runs(runs.finish(), EVENTS.arrow_schema)
+        sorted_events = rebatch(merge_runs(sorted_runs, EVENTS.arrow_schema), ROW_GROUP)
         counts = _write_events(sorted_events, work, events.count, progress)
         resource_names, holds, open_holds = counts
         tables["resources"] = _complete_resources(tables["resources"], resource_names)
