@@ -1,6 +1,6 @@
 """The fixed-width record the Python probes write into per-thread rings.
 
-Eight little-endian int64 fields, 64 bytes a record. Thread ids are not in the record: a ring
+Eight native-order int64 fields, 64 bytes a record. Thread ids are not in the record: a ring
 belongs to one thread.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-RECORD = struct.Struct("<8q")
+RECORD = struct.Struct("=8q")  # native byte order, as the C hot path writes it
 RECORD_SIZE = RECORD.size  # 64 bytes
 
 # Fields, in order. `code` packs the resource's number, whether `value` holds a value, and the

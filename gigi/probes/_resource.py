@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gigi.errors import ProbeError
 from gigi.probes import _state
+from gigi.probes._accel import ProbeBase, fastpath
 from gigi.probes._records import HAS_VALUE, NULL_SITE, RECORD, RECORD_SIZE, RID_SHIFT
 from gigi.probes._tasks import current_task
 from gigi.schema import RESOURCES, Kind
@@ -76,7 +77,7 @@ class _NoWait:
 _NO_WAIT = _NoWait()
 
 
-class Resource:
+class Resource(ProbeBase):
     """An application-defined resource that probes record events of.
 
     Create with ``gigi.probes.resource``. Every method takes ``object`` (which instance: page,
@@ -87,6 +88,8 @@ class Resource:
     __slots__ = ("rid", "info", "c_wait", "c_acquire", "c_use", "c_release", "__weakref__")
 
     def __init__(self, rid: int, info: ResourceInfo) -> None:
+        if fastpath is not None:
+            fastpath.ProbeBase.__init__(self, rid)
         self.rid = rid
         self.info = info
         self.c_wait = (rid << RID_SHIFT) | Kind.WAIT
@@ -275,7 +278,10 @@ class SampledResource(Resource):
 def set_recording(on: bool) -> None:
     """Bind every resource's probe methods to their recording or no-op variants."""
     R, S = Resource, SampledResource
-    if on:
+    if on and fastpath is not None:
+        R.acquire, R.use, R.release, R.wait = R._acquire_c, R._use_c, R._release_c, R._wait_on
+        S.acquire, S.use, S.release, S.wait = S._acquire_s, S._use_s, S._release_s, S._wait_s
+    elif on:
         R.acquire, R.use, R.release, R.wait = (R._acquire_on, R._use_on, R._release_on, R._wait_on)
         S.acquire, S.use, S.release, S.wait = S._acquire_s, S._use_s, S._release_s, S._wait_s
     else:
@@ -325,3 +331,7 @@ def declared() -> list[ResourceInfo]:
     """Every resource declared so far, in rid order."""
     with _registry_lock:
         return [r.info for r in _registry.values()]
+
+
+if fastpath is not None:
+    fastpath.setup(current_task, _state.new_ring, _state.full)

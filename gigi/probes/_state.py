@@ -21,6 +21,7 @@ import pyarrow.ipc as ipc
 
 import gigi
 from gigi.errors import ProbeError
+from gigi.probes._accel import RING_SLOTS, RingBase, fastpath
 from gigi.probes._records import (
     FIELDS,
     HAS_VALUE,
@@ -84,14 +85,9 @@ class ProbeConfig:
             raise ProbeError(f"backlog_events must be >= 0, got {self.backlog_events}")
 
 
-class Ring:
+class Ring(RingBase):
     __slots__ = (
-        "buf",
-        "head",
-        "tail",
-        "limit",
-        "cap",
-        "mask",
+        *RING_SLOTS,
         "drops",
         "thread",
         "implicit_task",
@@ -199,6 +195,8 @@ class Recorder:
         with _all_rings_lock:
             _all_rings.append(ring)
         local.ring = ring
+        if fastpath is not None:
+            fastpath.bind(ring)
         return ring
 
     def task_started(self, info: TaskInfo) -> None:
