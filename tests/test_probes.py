@@ -207,3 +207,24 @@ def test_bad_declarations_are_refused():
         gp.resource("t.twice", capacity=4)
     with pytest.raises(ProbeError, match="policy must be"):
         gp.enable("somewhere", policy="wait")
+
+
+def test_unwritable_trace_dir_is_refused_at_enable(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ProbeError, match="cannot write the trace there"):
+        gp.enable(blocker / "trace")
+
+
+def test_events_the_writer_cannot_write_are_counted_as_dropped(trace_dir):
+    import shutil
+
+    res = gp.resource("t.lost")
+    gp.enable(trace_dir, interval=10)
+    for i in range(100):
+        res.acquire(i)
+    shutil.rmtree(trace_dir)  # the directory disappears under the writer
+    stats = gp.disable()
+    assert stats.written["t.lost"] + stats.dropped["t.lost"] == 100
+    assert stats.dropped["t.lost"] == 100
+    assert stats.write_error is not None

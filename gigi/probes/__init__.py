@@ -245,6 +245,8 @@ def _stats(rec: _state.Recorder) -> Stats:
         out.written[names[code >> RID_SHIFT]] += n
     for code, n in rec.drops().items():
         out.dropped[names[code >> RID_SHIFT]] += n
+    if rec.write_error is not None:
+        out.write_error = str(rec.write_error)
     return out
 
 

@@ -172,7 +172,15 @@ class Recorder:
         self.snapshot_key: tuple | None = None
         self.backlog: list[tuple[Ring, bytes]] = []  # full rings' records waiting for the writer
         self.backlog_bytes = 0  # what the last resources/sites snapshot held
-        config.trace_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            config.trace_dir.mkdir(parents=True, exist_ok=True)
+            probe = config.trace_dir / f".gigi-write-test-{self.pid}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            raise ProbeError(
+                f"{config.trace_dir}: cannot write the trace there ({e.strerror or e})"
+            ) from None
         self.writer = threading.Thread(target=self._run, name="gigi-writer", daemon=True)
         with _all_rings_lock:
             _all_rings[:] = [r for r in _all_rings if r.alive.is_alive()]
@@ -317,9 +325,22 @@ class Recorder:
                         self.retired_drops[code] = self.retired_drops.get(code, 0) + n
             self.rings = keep
         if parts:
-            self._write_events(parts)
-        self._write_tasks(final)
-        self._write_snapshots()
+            try:
+                self._write_events(parts)
+            except OSError as e:  # disk full, directory gone: these records are lost, counted
+                self.write_error = e
+                codes = np.concatenate([p[:, 1] for _, p in parts]) & ~HAS_VALUE
+                counts = np.bincount(codes)
+                with self.lock:
+                    for c in np.nonzero(counts)[0]:
+                        self.retired_drops[int(c)] = self.retired_drops.get(int(c), 0) + int(
+                            counts[c]
+                        )
+        try:
+            self._write_tasks(final)
+            self._write_snapshots()
+        except OSError as e:
+            self.write_error = e
         return fill
 
     def _meta(self, table: str, extra: dict | None = None) -> dict[bytes, bytes]:
@@ -372,11 +393,11 @@ class Recorder:
         sampled = {i.sample_every for i in infos}
         extra = {META_SAMPLE_EVERY: str(sampled.pop()).encode()} if len(sampled) == 1 else {}
         batch = batch.replace_schema_metadata(self._meta("events", extra))
+        self.seq += 1
+        _write_stream(self.config.trace_dir / f"events-{self.pid}-{self.seq:06d}.arrows", batch)
         counts = np.bincount(code & ~HAS_VALUE)
         for c in np.nonzero(counts)[0]:
             self.written[int(c)] = self.written.get(int(c), 0) + int(counts[c])
-        self.seq += 1
-        _write_stream(self.config.trace_dir / f"events-{self.pid}-{self.seq:06d}.arrows", batch)
 
     def _write_tasks(self, final: bool) -> None:
         with self.lock:
@@ -547,3 +568,5 @@ class Stats:
 
     written: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    # The last error the writer met (its records are counted in dropped), or None.
+    write_error: str | None = None
