@@ -101,6 +101,8 @@ class Resource(ProbeBase):
         return f"Resource({self.info.name!r})"
 
     # --- recording (on) -------------------------------------------------------------------
+    # The pure-Python twin of the C hot path (_fastpath.c). Each method is written out in full
+    # on purpose: a shared helper would cost a call per event.
     def _acquire_on(self, object=0, amount=1, site=NULL_SITE, value=None):
         try:
             r = _local.ring

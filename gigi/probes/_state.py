@@ -223,40 +223,14 @@ class Recorder:
         if not self.wake.is_set():
             self.wake.set()
         if self._to_backlog(ring):
-            coded, value = with_value(code, value)
-            RECORD.pack_into(
-                ring.buf,
-                ring.head & ring.mask,
-                time.monotonic_ns(),
-                coded,
-                _task(),
-                amount,
-                obj,
-                site,
-                value,
-                dur,
-            )
-            ring.head += RECORD_SIZE
+            _put(ring, time.monotonic_ns(), code, _task(), amount, obj, site, value, dur)
             return
         if self.config.policy == "block" and not self.stopping:
             while ring.head >= ring.limit and self.writer.is_alive():
                 self.wake.set()
                 time.sleep(0.0002)
             if ring.head < ring.limit:
-                coded, value = with_value(code, value)
-                RECORD.pack_into(
-                    ring.buf,
-                    ring.head & ring.mask,
-                    time.monotonic_ns(),
-                    coded,
-                    _task(),
-                    amount,
-                    obj,
-                    site,
-                    value,
-                    dur,
-                )
-                ring.head += RECORD_SIZE
+                _put(ring, time.monotonic_ns(), code, _task(), amount, obj, site, value, dur)
                 return
         ring.drops[code] = ring.drops.get(code, 0) + 1
 
@@ -482,6 +456,15 @@ def _nullable(values: np.ndarray, valid: np.ndarray) -> pa.Array:
     )
 
 
+def _put(ring: Ring, ts, code, task, amount, obj, site, value, dur) -> None:
+    """Write one record at the ring's head (the caller checked there is room)."""
+    coded, packed = with_value(code, value)
+    RECORD.pack_into(
+        ring.buf, ring.head & ring.mask, ts, coded, task, amount, obj, site, packed, dur
+    )
+    ring.head += RECORD_SIZE
+
+
 def with_value(code: int, value: int | None) -> tuple[int, int]:
     """The record's code and value field for an optional ``value``."""
     return (code, 0) if value is None else (code | HAS_VALUE, value)
@@ -553,11 +536,8 @@ def emit(ts, code, task, amount, obj, site, value, dur) -> None:
         r = local.ring
     except AttributeError:
         r = rec.new_ring()
-    h = r.head
-    if h < r.limit:
-        coded, packed = with_value(code, value)
-        RECORD.pack_into(r.buf, h & r.mask, ts, coded, task, amount, obj, site, packed, dur)
-        r.head = h + RECORD_SIZE
+    if r.head < r.limit:
+        _put(r, ts, code, task, amount, obj, site, value, dur)
     else:
         rec.full(r, code, amount, obj, site, value, dur)
 
