@@ -1,0 +1,1 @@
+"""Diagnosis: metrics, detectors, attribution, chains and ranking over one trace."""

@@ -1,0 +1,198 @@
+"""The ``metrics_*`` tables: kernels run over one trace's columns, registered in DuckDB.
+
+- ``metrics_resources``: one row per resource: totals, utilization, rate, growth, blame.
+- ``metrics_outstanding``: per resource and time window: outstanding at its end, ACQUIREs in it.
+- ``metrics_blame``: per victim WAIT, the tasks it is blamed on (see gigi.metrics.attribution).
+
+Each column is described in ``METRICS_DOC``; ``gigi-query queries`` and the README list them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gigi.metrics.attribution import Intervals, attribute_fast
+from gigi.metrics.growth import growth
+from gigi.metrics.totals import TOTALS, resource_totals
+
+WINDOWS = 50
+
+METRICS_DOC = {
+    "metrics_resources": {
+        "resource": "resource class",
+        "capacity": "units it can hold, null when unknown",
+        "sharing": "exclusive, shared, pool or log; null when unsaid",
+        "waits": "WAIT events",
+        "wait_ns": "time waited in all, ns (open waits to the trace end)",
+        "wait_max_ns": "longest wait, ns",
+        "acquires": "ACQUIRE events",
+        "acquired": "units acquired",
+        "uses": "USE events",
+        "used": "units used",
+        "releases": "RELEASE events",
+        "released": "units released",
+        "peak": "most units outstanding at once",
+        "final": "units outstanding at the trace end",
+        "utilization": "used / acquired units; null when nothing was acquired",
+        "acquire_rate_per_s": "ACQUIREs per second over the trace",
+        "growth_base": "lowest outstanding before the peak (window ends)",
+        "growth_rise": "peak - base over the growth episode, units",
+        "growth_slope_per_s": "rise per second over the growth episode",
+        "growth_rising_share": "share of the episode's windows in which outstanding rose",
+        "growth_span_share": "the episode's length as a share of the trace",
+        "growth_start_ts": "when the growth episode began, ns",
+        "growth_peak_ts": "when it peaked, ns",
+        "growth_plateau": "true when outstanding levelled off (warm-up, not growth)",
+        "growth_sustained": "true when it rose steadily without levelling off",
+        "blamed_ns": "wait time blamed on other tasks, ns",
+        "unattributed_ns": "wait time no task held the resource for, ns",
+        "victims": "tasks with wait time blamed on others",
+        "trace_ns": "length of the trace, ns",
+    },
+    "metrics_outstanding": {
+        "resource": "resource class",
+        "window": "window number, 0-based",
+        "window_end": "end of the window, ns",
+        "outstanding": "units outstanding at the window's end",
+        "acquires": "ACQUIREs in the window",
+    },
+    "metrics_blame": {
+        "wait_seq": "events.seq of the victim WAIT",
+        "resource": "resource the victim waited for",
+        "victim": "task that waited",
+        "culprit": "task the wait is blamed on",
+        "culprit_resource": "resource the culprit held (differs along a chain)",
+        "depth": "links down the chain of waits (0: the culprit held what the victim waited for)",
+        "blame_ns": "wait time blamed on the culprit, ns",
+    },
+}
+
+
+def _codes(column: pa.ChunkedArray | pa.Array, names: list[str]) -> np.ndarray:
+    lookup = {n: i for i, n in enumerate(names)}
+    enc = pc.dictionary_encode(column)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    local = np.array([lookup[v] for v in enc.dictionary.to_pylist()], dtype=np.int64)
+    return local[enc.indices.to_numpy()] if len(local) else np.zeros(len(column), np.int64)
+
+
+def compute(con) -> dict[str, pa.Table]:
+    """Run the kernels over the trace behind ``con`` and register the ``metrics_*`` tables."""
+    resources = con.sql("SELECT resource, capacity, sharing FROM resources ORDER BY resource")
+    resources = resources.to_arrow_table()
+    names = resources.column("resource").to_pylist()
+    start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]
+    ev = con.sql(
+        "SELECT kind, resource, amount, ts, coalesce(dur, -1) AS dur FROM events ORDER BY seq"
+    ).to_arrow_table()
+    totals, level, rate = resource_totals(
+        ev.column("kind").to_numpy(),
+        _codes(ev.column("resource"), names),
+        ev.column("amount").to_numpy(),
+        ev.column("ts").to_numpy(),
+        ev.column("dur").to_numpy(),
+        len(names),
+        start,
+        end,
+        WINDOWS,
+    )
+    del ev
+    blame = _blame(con, names)
+    per_res = {
+        row["resource"]: row
+        for row in blame.group_by("resource")
+        .aggregate([("blame_ns", "sum"), ("victim", "count_distinct")])
+        .to_pylist()
+    }
+    span = max(end - start, 1)
+    cols: dict[str, list] = {c: [] for c in METRICS_DOC["metrics_resources"]}
+    window_ts = start + (np.arange(1, WINDOWS + 1) * span) // WINDOWS
+    for r, name in enumerate(names):
+        t = dict(zip(TOTALS, totals[r].tolist(), strict=True))
+        g = growth(level[r])
+        mine = per_res.get(name, {"blame_ns_sum": 0, "victim_count_distinct": 0})
+        cols["resource"].append(name)
+        cols["capacity"].append(resources.column("capacity")[r].as_py())
+        cols["sharing"].append(resources.column("sharing")[r].as_py())
+        for key in TOTALS:
+            cols[key].append(t[key])
+        cols["utilization"].append(t["used"] / t["acquired"] if t["acquired"] else None)
+        cols["acquire_rate_per_s"].append(t["acquires"] / (span / 1e9))
+        cols["growth_base"].append(g.base)
+        cols["growth_rise"].append(g.rise)
+        episode_ns = max((g.peak_window - g.start_window) * span / WINDOWS, span / WINDOWS)
+        cols["growth_slope_per_s"].append(g.rise / (episode_ns / 1e9))
+        cols["growth_rising_share"].append(g.rising_share)
+        cols["growth_span_share"].append(g.span_share)
+        cols["growth_start_ts"].append(int(window_ts[g.start_window]))
+        cols["growth_peak_ts"].append(int(window_ts[g.peak_window]))
+        cols["growth_plateau"].append(g.plateau)
+        cols["growth_sustained"].append(g.sustained)
+        blamed = int(mine["blame_ns_sum"] or 0)
+        cols["blamed_ns"].append(blamed)
+        cols["unattributed_ns"].append(max(t["wait_ns"] - blamed, 0))
+        cols["victims"].append(int(mine["victim_count_distinct"]))
+        cols["trace_ns"].append(span)
+    tables = {
+        "metrics_resources": pa.table(cols),
+        "metrics_outstanding": pa.table(
+            {
+                "resource": np.repeat(np.array(names, dtype=object), WINDOWS).tolist(),
+                "window": np.tile(np.arange(WINDOWS), len(names)),
+                "window_end": np.tile(window_ts, len(names)),
+                "outstanding": level.reshape(-1),
+                "acquires": rate.reshape(-1),
+            }
+        ),
+        "metrics_blame": blame,
+    }
+    for name, table in tables.items():
+        con.register(name, table)
+    return tables
+
+
+def _blame(con, names: list[str]):
+    waits = con.sql("SELECT resource, task, ts, end_ts, seq FROM waits").to_arrow_table()
+    holders = con.sql("""
+        SELECT resource, task, acquire_ts AS start, acquire_ts + hold_ns AS "end", amount
+        FROM holds WHERE task IS NOT NULL
+        UNION ALL
+        SELECT resource, task, ts, ts + dur, amount FROM events WHERE kind = 2 AND dur > 0
+    """).to_arrow_table()
+    w = Intervals(
+        _codes(waits.column("resource"), names),
+        waits.column("task").to_numpy(),
+        waits.column("ts").to_numpy(),
+        waits.column("end_ts").to_numpy(),
+        np.ones(waits.num_rows, np.int64),
+        waits.column("seq").to_numpy(),
+    )
+    h = Intervals(
+        _codes(holders.column("resource"), names),
+        holders.column("task").to_numpy(),
+        holders.column("start").to_numpy(),
+        holders.column("end").to_numpy(),
+        holders.column("amount").to_numpy(),
+        np.zeros(holders.num_rows, np.int64),
+    )
+    rows = attribute_fast(w, h)
+    keys = list(METRICS_DOC["metrics_blame"])
+    if not rows:
+        return pa.table(
+            {k: pa.array([], pa.string() if "resource" in k else pa.int64()) for k in keys}
+        )
+    wait_seq, res, victim, culprit, culprit_res, depth, blame_ns = zip(*rows, strict=True)
+    return pa.table(
+        {
+            "wait_seq": pa.array(wait_seq, pa.int64()),
+            "resource": pa.array([names[r] for r in res]),
+            "victim": pa.array(victim, pa.int64()),
+            "culprit": pa.array(culprit, pa.int64()),
+            "culprit_resource": pa.array([names[r] for r in culprit_res]),
+            "depth": pa.array(depth, pa.int64()),
+            "blame_ns": pa.array(np.round(blame_ns).astype(np.int64)),
+        }
+    )
