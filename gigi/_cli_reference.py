@@ -17,9 +17,16 @@ END = "<!-- cli-reference:end -->"
 
 
 def commands() -> list[str]:
+    """Every command, sub-commands of a group as "group command"."""
     from gigi.cli import app
 
-    return [c.name or c.callback.__name__ for c in app.registered_commands]
+    names = [c.name or c.callback.__name__ for c in app.registered_commands]
+    for group in app.registered_groups:
+        names += [
+            f"{group.name} {c.name or c.callback.__name__}"
+            for c in group.typer_instance.registered_commands
+        ]
+    return names
 
 
 def help_text(args: list[str]) -> str:
@@ -42,7 +49,7 @@ def help_text(args: list[str]) -> str:
 def reference() -> str:
     parts = [START, "", "```", help_text([]), "```"]
     for name in commands():
-        parts += ["", f"### `gigi-query {name}`", "", "```", help_text([name]), "```"]
+        parts += ["", f"### `gigi-query {name}`", "", "```", help_text(name.split()), "```"]
     parts += [
         "",
         "### Views and named queries",
@@ -60,6 +67,23 @@ def reference() -> str:
             for col, text in doc.columns.items():
                 parts.append(f"- `{col}`: {text}")
             parts.append("")
+    from gigi.detectors import load
+    from gigi.diagnosis._metrics import METRICS_DOC
+
+    parts += ["### Metrics tables (registered by `diagnose`, read by detectors)", ""]
+    for table, columns in METRICS_DOC.items():
+        parts.append(f"**`{table}`**")
+        parts.append("")
+        parts += [f"- `{col}`: {text}" for col, text in columns.items()]
+        parts.append("")
+    parts += ["### Built-in detectors", ""]
+    for det in load():
+        parts.append(f"**`{det.name}`** ({det.failure_mode}): {det.meaning}")
+        parts.append("")
+        parts += [
+            f"- parameter `{p.name}` (default {p.default:g}): {p.doc}" for p in det.params.values()
+        ]
+        parts.append("")
     parts += [END]
     return "\n".join(parts)
 

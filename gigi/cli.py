@@ -230,6 +230,9 @@ def demo(
         "gigi-demo"
     ),
     seconds: Annotated[float, typer.Option(help="How long the clients run.")] = 7.0,
+    healthy: Annotated[
+        bool, typer.Option(help="Run without the long transaction: nothing should be found.")
+    ] = False,
 ) -> None:
     """Run the embedded engine workload (undo growth, then purge floods the buffer pool),
     record it, ingest it and summarize it."""
@@ -245,7 +248,10 @@ def demo(
         shutil.rmtree(trace_dir)
     console = _stderr()
     with console.status(f"running the demo workload for {seconds:g} s"):
-        demo_mod.run(trace_dir, demo_mod.DemoConfig(seconds=seconds))
+        cfg = demo_mod.DemoConfig(seconds=seconds)
+        if healthy:
+            cfg.long_txn_length = 0.0
+        demo_mod.run(trace_dir, cfg)
     with console.status("ingesting"):
         manifest = run_ingest(trace_dir, store)
     entry = store / manifest.trace_id
@@ -262,7 +268,83 @@ def demo(
     typer.echo("client throughput (transactions per 250 ms):")
     for start, done, _ in rows:
         typer.echo(f"  {start / 1000:6.2f} s {done:6d} {'#' * round(40 * done / peak)}")
+    from gigi.diagnosis import diagnose as run_diagnose
+    from gigi.diagnosis._render import render
+
+    with console.status("diagnosing"):
+        diagnosis = run_diagnose(entry)
+    typer.echo("")
+    typer.echo(render(diagnosis))
+    typer.echo("")
     typer.echo(f'explore: gigi-query sql {entry} "SELECT * FROM holds LIMIT 10"')
+
+
+@app.command(epilog="Example: gigi-query diagnose gigi-store --format json")
+def diagnose(
+    target: Target,
+    sites: Annotated[
+        Path | None,
+        typer.Option(
+            help="Sites table (Parquet or Arrow) to name code with, instead of the trace's."
+        ),
+    ] = None,
+    detectors: Annotated[
+        list[Path] | None, typer.Option(help="Folder of extra .sql detectors (repeatable).")
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Report findings scoring at least this (0-1).")
+    ] = 0.5,
+    format: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
+    output: OutputOpt = None,
+    trace: TraceOpt = None,
+    param: ParamOpt = None,
+) -> None:
+    """Name the resource, the failure mode, the task to blame and the code: root causes first."""
+    import json
+
+    from gigi.diagnosis import diagnose as run_diagnose
+    from gigi.diagnosis._render import render
+
+    if format not in ("text", "json"):
+        raise GigiError(f"unknown format {format!r}, expected text or json")
+    entry = _open(target, trace)
+    params = {k: _float(k, v) for k, v in _params(param).items()}
+    d = run_diagnose(entry, sites=sites, detectors=detectors, threshold=threshold, params=params)
+    text = json.dumps(d.to_json(), indent=2) if format == "json" else render(d)
+    if output is not None:
+        output.write_text(text + "\n")
+    else:
+        typer.echo(text)
+
+
+def _float(name: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise GigiError(f"--param {name}={value!r}: expected a number") from None
+
+
+detectors_app = typer.Typer(
+    help="The detectors diagnose runs.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(detectors_app, name="detectors")
+
+
+@detectors_app.command("list", epilog="Example: gigi-query detectors list --detectors ./mine")
+def detectors_list(
+    detectors: Annotated[
+        list[Path] | None, typer.Option(help="Folder of extra .sql detectors (repeatable).")
+    ] = None,
+) -> None:
+    """List every detector with its failure mode, meaning and parameters."""
+    from gigi.detectors import load
+
+    for det in load(detectors):
+        origin = "built-in" if det.builtin else str(det.path)
+        typer.echo(f"{det.name} ({det.failure_mode}; {origin})")
+        typer.echo(f"    {det.meaning}")
+        for p in det.params.values():
+            typer.echo(f"    param {p.name} = {p.default:g}: {p.doc}")
 
 
 def _named_sql(name: str) -> str:

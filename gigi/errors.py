@@ -55,6 +55,10 @@ class QueryError(GigiError, ValueError):
     """A query is refused or fails."""
 
 
+class DetectorError(GigiError, ValueError):
+    """A detector file is malformed, or its query fails or returns the wrong shape."""
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest choice, or ``""``.
 

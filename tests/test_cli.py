@@ -128,7 +128,7 @@ def test_bad_segment_error_names_the_file(trace_dir, store):
 
 def test_every_command_has_help_with_an_example():
     for name in _cli_reference.commands():
-        text = _cli_reference.help_text([name])
+        text = _cli_reference.help_text(name.split())
         assert "Example: gigi-query " + name in text, name
 
 

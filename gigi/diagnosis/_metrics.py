@@ -53,7 +53,7 @@ METRICS_DOC = {
     },
     "metrics_outstanding": {
         "resource": "resource class",
-        "window": "window number, 0-based",
+        "window_index": "window number, 0-based",
         "window_end": "end of the window, ns",
         "outstanding": "units outstanding at the window's end",
         "acquires": "ACQUIREs in the window",
@@ -141,7 +141,7 @@ def compute(con) -> dict[str, pa.Table]:
         "metrics_outstanding": pa.table(
             {
                 "resource": np.repeat(np.array(names, dtype=object), WINDOWS).tolist(),
-                "window": np.tile(np.arange(WINDOWS), len(names)),
+                "window_index": np.tile(np.arange(WINDOWS), len(names)),
                 "window_end": np.tile(window_ts, len(names)),
                 "outstanding": level.reshape(-1),
                 "acquires": rate.reshape(-1),

@@ -1,0 +1,112 @@
+"""Detectors: one .sql file each; the registry is the folder (and any ``--detectors DIR``).
+
+A detector's header says what it is::
+
+    -- detector: contention
+    -- failure_mode: contention
+    -- meaning: what a finding means (continued on lines that start with "--   ")
+    -- param contention_min_wait: what it sets (default 0.05)
+
+and its query returns one row per finding with the columns ``resource``, ``score`` (0-1),
+``culprit_tasks`` and ``victim_tasks`` (lists of task ids, most responsible first),
+``evidence`` (a JSON object as text) and ``summary`` (one sentence). It reads only the
+documented views (``events``, ``holds``, ``waits``, ...) and ``metrics_*`` tables; parameters
+are DuckDB variables: ``getvariable('contention_min_wait')``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gigi.errors import DetectorError
+
+BUILTIN_DIR = Path(__file__).parent
+FAILURE_MODES = (
+    "contention",
+    "under_provisioning",
+    "inefficient_policy",
+    "leak",
+    "unbounded_growth",
+    "inconsistent_state",
+)
+COLUMNS = ("resource", "score", "culprit_tasks", "victim_tasks", "evidence", "summary")
+
+_KEY = re.compile(r"^--\s*(detector|failure_mode|meaning):\s*(.*?)\s*$")
+_MORE = re.compile(r"^--\s{2,}(\S.*?)\s*$")
+_PARAM = re.compile(r"^--\s*param\s+([A-Za-z_]\w*):\s*(.+?)\s*\(default\s+([^)]+)\)\s*$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    doc: str
+    default: float
+
+
+@dataclass
+class Detector:
+    name: str
+    failure_mode: str
+    meaning: str
+    path: Path
+    sql: str
+    params: dict[str, Param] = field(default_factory=dict)
+    builtin: bool = True
+
+
+def parse(path: Path, builtin: bool = True) -> Detector:
+    """Read one detector file, or raise ``DetectorError`` naming what is missing."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise DetectorError(f"{path}: cannot read ({e.strerror})") from None
+    head: dict[str, str] = {}
+    params: dict[str, Param] = {}
+    last = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.startswith("--"):
+            break
+        if m := _PARAM.match(line):
+            try:
+                default = float(m.group(3))
+            except ValueError:
+                raise DetectorError(
+                    f"{path}:{number}: param {m.group(1)}: default {m.group(3)!r} is not a number"
+                ) from None
+            params[m.group(1)] = Param(m.group(1), m.group(2), default)
+            last = None
+        elif m := _KEY.match(line):
+            head[m.group(1)] = m.group(2)
+            last = m.group(1)
+        elif (m := _MORE.match(line)) and last:
+            head[last] += " " + m.group(1)
+    for key in ("detector", "failure_mode", "meaning"):
+        if not head.get(key):
+            raise DetectorError(f"{path}: header lacks '-- {key}: ...'")
+    if head["failure_mode"] not in FAILURE_MODES:
+        raise DetectorError(
+            f"{path}: failure_mode {head['failure_mode']!r} is not one of "
+            f"{', '.join(FAILURE_MODES)}"
+        )
+    return Detector(
+        head["detector"], head["failure_mode"], head["meaning"], path, text, params, builtin
+    )
+
+
+def load(extra_dirs: list[Path] | None = None) -> list[Detector]:
+    """The built-in detectors, then those in ``extra_dirs`` (a name may not repeat)."""
+    found: dict[str, Detector] = {}
+    dirs = [(BUILTIN_DIR, True)] + [(Path(d), False) for d in extra_dirs or []]
+    for folder, builtin in dirs:
+        if not folder.is_dir():
+            raise DetectorError(f"{folder}: no such detectors directory")
+        for path in sorted(folder.glob("*.sql")):
+            det = parse(path, builtin)
+            if det.name in found:
+                raise DetectorError(
+                    f"{path}: detector {det.name!r} is already defined in {found[det.name].path}"
+                )
+            found[det.name] = det
+    return list(found.values())

@@ -1,0 +1,41 @@
+-- detector: leak
+-- failure_mode: leak
+-- meaning: units acquired by tasks that have ended were never released, and no other task
+--   releases them either: they are lost to the resource. The resource's own count must agree
+--   (units still outstanding at the end, never above its capacity): releases lost from the
+--   trace also leave holds open, but they do not add up.
+-- param leak_min_share: leaked units as a share of the capacity (or of the peak) (default 0.05)
+-- param leak_min_age: how long before the trace end the task must have ended, share of the trace (default 0.1)
+WITH leaked AS (
+    SELECT h.resource, h.task, sum(h.amount) AS units, min(t."end") AS ended
+    FROM holds AS h JOIN tasks AS t USING (task), trace_info AS i
+    WHERE h.open AND h.outlived_task
+        AND t."end" <= i."end" - getvariable('leak_min_age') * (i."end" - i.start)
+    GROUP BY ALL
+), released_by_others AS (
+    -- resources whose holds are normally ended by other tasks (a purge, a reclaimer)
+    SELECT resource, avg(CASE WHEN release_task <> task THEN 1.0 ELSE 0.0 END) AS share
+    FROM holds WHERE NOT open AND task IS NOT NULL GROUP BY resource
+)
+SELECT
+    l.resource,
+    least(1.0, sum(l.units) / (greatest(coalesce(any_value(m.capacity), any_value(m.peak)), 1)
+        * getvariable('leak_min_share') * 2.0)) AS score,
+    list(l.task ORDER BY l.units DESC, l.task)[:20] AS culprit_tasks,
+    []::BIGINT[] AS victim_tasks,
+    to_json({
+        'leaked_units': sum(l.units), 'leaking_tasks': count(*),
+        'capacity': any_value(m.capacity), 'peak_outstanding': any_value(m.peak),
+        'final_outstanding': any_value(m.final)
+    })::VARCHAR AS evidence,
+    printf('%d ended task(s) left %d unit(s) of %s acquired and never released',
+           count(*), sum(l.units), l.resource) AS summary
+FROM leaked AS l
+JOIN metrics_resources AS m USING (resource)
+LEFT JOIN released_by_others AS r USING (resource)
+WHERE coalesce(r.share, 0) < 0.5
+GROUP BY l.resource
+HAVING sum(l.units) >= greatest(coalesce(any_value(m.capacity), any_value(m.peak)), 1)
+        * getvariable('leak_min_share')
+    AND any_value(m.final) >= 0.5 * sum(l.units)
+    AND any_value(m.final) <= coalesce(any_value(m.capacity), any_value(m.final));

@@ -1,0 +1,46 @@
+-- detector: unbounded_growth
+-- failure_mode: unbounded_growth
+-- meaning: the units outstanding kept rising, window after window, without levelling off;
+--   the culprits are the tasks whose holds make up the growth.
+-- param growth_min_rise: rise as a multiple of the level it started from (default 10)
+-- param growth_min_span: the episode's length as a share of the trace (default 0.15)
+WITH episode AS (
+    SELECT * FROM metrics_resources
+    WHERE growth_sustained
+        AND growth_rise >= getvariable('growth_min_rise') * greatest(growth_base, 1)
+        AND growth_span_share >= getvariable('growth_min_span')
+), holders AS (
+    -- unit-time each task held during the episode
+    SELECT h.resource, h.task,
+           sum(h.amount * (least(h.acquire_ts + h.hold_ns, e.growth_peak_ts)
+                           - greatest(h.acquire_ts, e.growth_start_ts))) AS unit_ns
+    FROM holds AS h JOIN episode AS e USING (resource)
+    WHERE h.task IS NOT NULL AND h.acquire_ts < e.growth_peak_ts
+        AND h.acquire_ts + h.hold_ns > e.growth_start_ts
+    GROUP BY ALL
+), ranked AS (
+    SELECT *, unit_ns / sum(unit_ns) OVER (PARTITION BY resource) AS share,
+           row_number() OVER (PARTITION BY resource ORDER BY unit_ns DESC, task) AS place
+    FROM holders
+)
+SELECT
+    e.resource,
+    least(1.0, e.growth_rising_share) * least(1.0, e.growth_span_share / 0.3)
+        * least(1.0, e.growth_rise / (getvariable('growth_min_rise') * greatest(e.growth_base, 1)))
+        AS score,
+    (SELECT list(task ORDER BY place) FROM ranked r
+     WHERE r.resource = e.resource AND (place = 1 OR share >= 0.1) AND place <= 5) AS culprit_tasks,
+    []::BIGINT[] AS victim_tasks,
+    to_json({
+        'growth_rise': e.growth_rise, 'growth_base': e.growth_base,
+        'growth_slope_per_s': round(e.growth_slope_per_s, 1),
+        'rising_share': round(e.growth_rising_share, 3),
+        'span_share': round(e.growth_span_share, 3), 'peak_outstanding': e.peak,
+        'final_outstanding': e.final,
+        'top_culprit_share': (SELECT round(max(share), 3) FROM ranked r
+                              WHERE r.resource = e.resource)
+    })::VARCHAR AS evidence,
+    printf('%s grew by %d units (%.0f per second) for %.1f s without levelling off',
+           e.resource, e.growth_rise, e.growth_slope_per_s,
+           (e.growth_peak_ts - e.growth_start_ts) / 1e9) AS summary
+FROM episode AS e;

@@ -1,0 +1,45 @@
+-- detector: under_provisioning
+-- failure_mode: under_provisioning
+-- meaning: tasks waited for the resource while it was full, and the waits are spread over
+--   many tasks with no task to blame for most of them: the resource is too small for the load.
+-- param underprov_min_wait: wait as a share of the trace's length before it counts (default 0.05)
+-- param underprov_full_share: share of the trace the resource must spend near capacity (default 0.3)
+-- param underprov_max_dominance: the top culprit's share of the blame must stay below this (default 0.3)
+WITH top AS (
+    SELECT resource, max(ns) / sum(ns) AS top_share
+    FROM (SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL)
+    GROUP BY resource
+), full_share AS (
+    SELECT o.resource, avg(CASE WHEN o.outstanding >= 0.9 * m.capacity THEN 1.0 ELSE 0.0 END)
+        AS share
+    FROM metrics_outstanding AS o JOIN metrics_resources AS m USING (resource)
+    WHERE m.capacity IS NOT NULL AND m.capacity > 0
+    GROUP BY o.resource
+), waiters AS (
+    SELECT resource, list(task ORDER BY ns DESC, task)[:100] AS victim_tasks,
+           count(*) AS n
+    FROM (SELECT resource, task, sum(dur) AS ns FROM waits GROUP BY ALL)
+    GROUP BY resource
+)
+SELECT
+    m.resource,
+    least(1.0, m.wait_ns / (m.trace_ns * getvariable('underprov_min_wait') * 4.0))
+        * least(1.0, f.share / getvariable('underprov_full_share'))
+        * least(1.0, w.n / 3.0) AS score,
+    []::BIGINT[] AS culprit_tasks,
+    w.victim_tasks,
+    to_json({
+        'wait_ns': m.wait_ns, 'waiting_tasks': w.n, 'capacity': m.capacity,
+        'peak_outstanding': m.peak, 'share_of_time_near_capacity': round(f.share, 3),
+        'top_culprit_share': round(coalesce(t.top_share, 0), 3),
+        'utilization': m.utilization
+    })::VARCHAR AS evidence,
+    printf('%d tasks waited %.1f s for %s while it was near its capacity of %d for %.0f%% of the trace, with no task to blame: it is too small for the load',
+           w.n, m.wait_ns / 1e9, m.resource, m.capacity, 100 * f.share) AS summary
+FROM metrics_resources AS m
+JOIN full_share AS f USING (resource)
+JOIN waiters AS w USING (resource)
+LEFT JOIN top AS t USING (resource)
+WHERE m.wait_ns >= m.trace_ns * getvariable('underprov_min_wait')
+    AND f.share >= getvariable('underprov_full_share')
+    AND coalesce(t.top_share, 0) < getvariable('underprov_max_dominance');

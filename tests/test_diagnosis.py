@@ -1,0 +1,207 @@
+"""Diagnosis end to end: the demo's root cause and its consequence, a healthy run, the JSON
+contract, user detectors, and the metric kernel against its SQL twin."""
+
+import json
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gigi import demo
+from gigi.cli import main
+from gigi.detectors import load
+from gigi.diagnosis import diagnose
+from gigi.errors import DetectorError
+from gigi.ingest import ingest
+from gigi.metrics.totals import TOTALS, resource_totals
+from gigi.queries import connect
+from tests.conftest import events, write_stream
+
+
+def _demo(tmp_path, name, **overrides):
+    cfg = demo.DemoConfig(seconds=5.0, long_txn_start=0.5, long_txn_length=1.5)
+    for k, v in overrides.items():
+        setattr(cfg, k, v)
+    demo.run(tmp_path / name, cfg)
+    ingest(tmp_path / name, tmp_path / f"{name}-store")
+    return tmp_path / f"{name}-store"
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory):
+    return _demo(tmp_path_factory.mktemp("demo"), "trace")
+
+
+def _name(store, task):
+    return connect(store).execute("SELECT name FROM tasks WHERE task = ?", [task]).fetchall()[0][0]
+
+
+def test_demo_root_cause_first_then_its_consequence(demo_store):
+    d = diagnose(demo_store)
+    first, second = d.findings[0], d.findings[1]
+    assert (first.rank, first.failure_mode, first.resource) == (
+        1,
+        "unbounded_growth",
+        "engine.undo_log",
+    )
+    assert _name(demo_store, first.culprit_tasks[0]).startswith("long txn")
+    assert first.caused_by is None
+    assert (second.failure_mode, second.resource) == ("contention", "engine.buffer_pool")
+    assert _name(demo_store, second.culprit_tasks[0]) == "purge"
+    assert second.caused_by == 1
+    # The consequence has the larger wait, yet ranks below its root.
+    assert second.evidence["blamed_wait_ns"] > 0
+    assert second.culprit_tasks[0] not in second.victim_tasks
+    assert {s["role"] for s in second.sites} == {"culprit", "victim"}
+    assert any(s["file"] == "demo/undo.py" and s["kind"] == "ACQUIRE" for s in first.sites)
+
+
+def test_healthy_demo_has_no_finding(tmp_path):
+    store = _demo(tmp_path, "healthy", long_txn_length=0.0)
+    assert diagnose(store, threshold=0.0).findings == []
+
+
+def test_root_cause_survives_a_fifth_of_the_events_dropped(demo_store, tmp_path):
+    trace = tmp_path / "dropped"
+    trace.mkdir()
+    entry = next(p for p in demo_store.iterdir() if p.is_dir())
+    table = pa.concat_tables(
+        [
+            pa.ipc.open_file(p).read_all()
+            if False
+            else __import__("pyarrow.parquet").parquet.read_table(p)
+            for p in sorted((entry / "events").glob("*.parquet"))
+        ]
+    )
+    rng = random.Random(3)
+    keep = pa.array([rng.random() >= 0.2 for _ in range(table.num_rows)])
+    write_stream(trace / "events.arrows", table.filter(keep).drop_columns(["seq"]))
+    for small in ("tasks", "resources", "sites"):
+        t = pq.read_table(entry / f"{small}.parquet")
+        write_stream(trace / f"{small}.arrows", t, metadata={"gigi.table": small})
+    d = diagnose(trace)
+    assert (d.findings[0].failure_mode, d.findings[0].resource) == (
+        "unbounded_growth",
+        "engine.undo_log",
+    )
+
+
+def test_json_follows_the_contract(demo_store, tmp_path, capsys):
+    out = tmp_path / "d.json"
+    assert main(["diagnose", str(demo_store), "--format", "json", "--output", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["version"] == 1 and doc["events"] > 0 and doc["dropped"] == 0
+    for i, f in enumerate(doc["findings"], 1):
+        assert f["rank"] == i
+        assert set(f) >= {
+            "rank",
+            "failure_mode",
+            "resource",
+            "score",
+            "culprit_tasks",
+            "victim_tasks",
+            "caused_by",
+            "sites",
+            "evidence",
+            "summary",
+        }
+        assert 0.5 <= f["score"] <= 1
+        assert f["caused_by"] is None or f["caused_by"] < f["rank"]
+        assert all(set(s) == {"file", "line", "function", "kind", "role"} for s in f["sites"])
+
+
+def test_user_detectors_plug_in_and_are_listed(demo_store, tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "busy.sql").write_text(
+        "-- detector: busy_pool\n-- failure_mode: under_provisioning\n"
+        "-- meaning: any resource with more than a param of waits\n"
+        "-- param busy_min_waits: waits before it counts (default 10)\n"
+        "SELECT resource, 0.9 AS score, []::BIGINT[] AS culprit_tasks,"
+        " []::BIGINT[] AS victim_tasks, '{}' AS evidence, 'busy' AS summary FROM metrics_resources"
+        " WHERE waits > getvariable('busy_min_waits') AND resource = 'engine.buffer_pool'\n"
+    )
+    d = diagnose(demo_store, detectors=[mine])
+    assert any(f.failure_mode == "under_provisioning" and f.summary == "busy" for f in d.findings)
+    assert (
+        diagnose(demo_store, detectors=[mine], params={"busy_min_waits": 1e9}).findings[-1].summary
+        != "busy"
+    )
+    assert main(["detectors", "list", "--detectors", str(mine)]) == 0
+    listed = capsys.readouterr().out
+    assert "busy_pool (under_provisioning;" in listed and "param busy_min_waits = 10" in listed
+    assert {d.name for d in load()} >= {
+        "contention",
+        "under_provisioning",
+        "inefficient_policy",
+        "leak",
+        "unbounded_growth",
+    }
+
+
+def test_bad_detectors_get_a_clear_error(tmp_path, demo_store):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.sql").write_text("-- detector: x\n-- failure_mode: slowness\n-- meaning: m\nSELECT 1")
+    with pytest.raises(DetectorError, match="failure_mode 'slowness' is not one of"):
+        load([bad])
+    (bad / "x.sql").write_text(
+        "-- detector: x\n-- failure_mode: leak\n-- meaning: m\nSELECT 1 AS a"
+    )
+    with pytest.raises(DetectorError, match=r"x.sql: the query returns no column\(s\) resource"):
+        diagnose(demo_store, detectors=[bad])
+    with pytest.raises(DetectorError, match="no detector parameter 'contention_min_wiat'"):
+        diagnose(demo_store, params={"contention_min_wiat": 1})
+
+
+_ev = st.tuples(
+    st.sampled_from([0, 1, 2, 3]),
+    st.integers(0, 2),
+    st.integers(0, 5),
+    st.integers(0, 50),
+    st.one_of(st.none(), st.integers(0, 30)),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_ev, min_size=1, max_size=40))
+def test_totals_kernel_matches_its_sql_twin(tmp_path_factory, evs):
+    d = tmp_path_factory.mktemp("twin")
+    kinds, res, amount, ts, dur = zip(*evs, strict=True)
+    ts = np.cumsum(ts).tolist()
+    durs = [x if k == 0 else 0 for k, x in zip(kinds, dur, strict=True)]
+    write_stream(
+        d / "e.arrows",
+        events(
+            ts=ts,
+            kind=pa.array(kinds, pa.uint8()),
+            resource=[f"r{x}" for x in res],
+            amount=pa.array(amount, pa.int64()),
+            dur=pa.array(durs, pa.int64()),
+        ),
+    )
+    con = connect(d)
+    names = [r for (r,) in con.sql("SELECT resource FROM resources ORDER BY 1").fetchall()]
+    start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]
+    cols = con.sql(
+        "SELECT kind, resource, amount, ts, coalesce(dur, -1) FROM events ORDER BY seq"
+    ).fetchall()
+    k, r, a, t, du = zip(*cols, strict=True)
+    got, _, _ = resource_totals(k, [names.index(x) for x in r], a, t, du, len(names), start, end)
+    from gigi.metrics import sql_twin
+
+    twin = con.sql(sql_twin("resource_totals")).fetchall()
+    assert [tuple(row) for row in got.tolist()] == [tuple(row[1:]) for row in twin]
+    assert len(TOTALS) == got.shape[1]
+
+
+def test_metrics_tables_are_documented_column_by_column(demo_store):
+    from gigi.diagnosis._metrics import METRICS_DOC, compute
+
+    tables = compute(connect(demo_store))
+    for name, table in tables.items():
+        assert table.column_names == list(METRICS_DOC[name]), name
