@@ -8,14 +8,15 @@ from hypothesis import strategies as st
 from gigi.metrics.attribution import Intervals, attribute, attribute_fast
 
 
-def iv(rows, waits=False):
+def iv(rows, waits=False, objects=None):
     r, t, s, e, w = (
         (np.array(c, dtype=np.int64) for c in zip(*rows, strict=True))
         if rows
         else [np.zeros(0, np.int64)] * 5
     )
     seq = np.arange(len(s), dtype=np.int64) if waits else np.zeros(len(s), np.int64)
-    return Intervals(r, t, s, e, w, seq)
+    obj = None if objects is None else np.array(objects, dtype=np.int64)
+    return Intervals(r, t, s, e, w, seq, obj)
 
 
 def totals(rows):
@@ -52,6 +53,16 @@ def test_nobody_holding_means_unattributed_and_own_holds_do_not_count(fn):
     assert fn(waits, holders) == []
 
 
+@pytest.mark.parametrize("fn", [attribute, attribute_fast])
+def test_a_wait_for_one_object_blames_its_holders_and_chains_through_objects(fn):
+    # Row locks (resource 0): A holds row 1; B holds row 2 and waits for row 1; C waits for
+    # row 2. C's wait goes through B to A, the root blocker; D holds row 3, blamed for nothing.
+    waits = iv([(0, 2, 10, 100, 1), (0, 3, 20, 100, 1)], waits=True, objects=[1, 2])
+    holders = iv([(0, 1, 0, 100, 1), (0, 2, 0, 100, 1), (0, 4, 0, 100, 1)], objects=[1, 2, 3])
+    got = totals(fn(waits, holders))
+    assert got == {(2, 1, 0, 0): 90, (3, 1, 0, 1): 80}
+
+
 _ivs = st.lists(
     st.tuples(
         st.integers(0, 2),
@@ -65,10 +76,16 @@ _ivs = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(_ivs, _ivs)
-def test_numba_sweep_matches_the_plain_twin(w_rows, h_rows):
-    waits = iv([(r, t, s, s + d, 1) for r, t, s, d, _ in w_rows], waits=True)
-    holders = iv([(r, t, s, s + d, u) for r, t, s, d, u in h_rows])
+@given(_ivs, _ivs, st.lists(st.integers(0, 2), min_size=24, max_size=24))
+def test_numba_sweep_matches_the_plain_twin(w_rows, h_rows, objects):
+    waits = iv(
+        [(r, t, s, s + d, 1) for r, t, s, d, _ in w_rows],
+        waits=True,
+        objects=objects[: len(w_rows)],
+    )
+    holders = iv(
+        [(r, t, s, s + d, u) for r, t, s, d, u in h_rows], objects=objects[12 : 12 + len(h_rows)]
+    )
     slow, fast = attribute(waits, holders), attribute_fast(waits, holders)
     key = lambda row: row[:6]  # noqa: E731
     assert sorted(map(key, slow)) == sorted(map(key, fast))

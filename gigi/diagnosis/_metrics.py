@@ -155,12 +155,12 @@ def compute(con) -> dict[str, pa.Table]:
 
 
 def _blame(con, names: list[str]):
-    waits = con.sql("SELECT resource, task, ts, end_ts, seq FROM waits").to_arrow_table()
+    waits = con.sql("SELECT resource, object, task, ts, end_ts, seq FROM waits").to_arrow_table()
     holders = con.sql("""
-        SELECT resource, task, acquire_ts AS start, acquire_ts + hold_ns AS "end", amount
+        SELECT resource, object, task, acquire_ts AS start, acquire_ts + hold_ns AS "end", amount
         FROM holds WHERE task IS NOT NULL
         UNION ALL
-        SELECT resource, task, ts, ts + dur, amount FROM events WHERE kind = 2 AND dur > 0
+        SELECT resource, object, task, ts, ts + dur, amount FROM events WHERE kind = 2 AND dur > 0
     """).to_arrow_table()
     w = Intervals(
         _codes(waits.column("resource"), names),
@@ -169,6 +169,7 @@ def _blame(con, names: list[str]):
         waits.column("end_ts").to_numpy(),
         np.ones(waits.num_rows, np.int64),
         waits.column("seq").to_numpy(),
+        waits.column("object").to_numpy(),
     )
     h = Intervals(
         _codes(holders.column("resource"), names),
@@ -177,6 +178,7 @@ def _blame(con, names: list[str]):
         holders.column("end").to_numpy(),
         holders.column("amount").to_numpy(),
         np.zeros(holders.num_rows, np.int64),
+        holders.column("object").to_numpy(),
     )
     rows = attribute_fast(w, h)
     keys = list(METRICS_DOC["metrics_blame"])

@@ -16,10 +16,12 @@ BLAME_KEY = types.UniTuple(types.int64, 4)
 
 
 @numba.njit(cache=True)
-def sweep(p_time, p_kind, p_start, p_idx, w_res, w_task, h_res, h_task, h_weight):
-    held = Dict.empty(types.int64, INNER)  # res -> task -> units held
-    waiting = Dict.empty(types.int64, INNER)  # task -> res -> active waits
+def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight, key_res, key_obj):
+    held = Dict.empty(types.int64, INNER)  # key (resource, object) -> task -> units held
+    held_res = Dict.empty(types.int64, INNER)  # resource -> task -> units held
+    waiting = Dict.empty(types.int64, INNER)  # task -> key -> active waits
     active = Dict.empty(types.int64, types.int64)  # wait index -> 1
+    empty = Dict.empty(types.int64, types.int64)
     blame = Dict.empty(BLAME_KEY, types.float64)  # (wait, culprit, culprit res, depth) -> ns
     # Chain stack: resource, mass, depth, fallback (task, res, depth), visited tasks.
     s_res = np.empty(STACK, np.int64)
@@ -36,7 +38,7 @@ def sweep(p_time, p_kind, p_start, p_idx, w_res, w_task, h_res, h_task, h_weight
             length = float(t - prev)
             for w in active.keys():
                 top = 0
-                s_res[0] = w_res[w]
+                s_res[0] = w_key[w]
                 s_mass[0] = length
                 s_depth[0] = 0
                 s_fb[0, 0] = -1
@@ -49,23 +51,29 @@ def sweep(p_time, p_kind, p_start, p_idx, w_res, w_task, h_res, h_task, h_weight
                     seen = s_seen[top, : depth + 1].copy()
                     n = 0
                     total = 0
-                    if res in held:
-                        for task, units in held[res].items():
-                            if units <= 0:
-                                continue
-                            skip = False
-                            for k in range(depth + 1):
-                                if seen[k] == task:
-                                    skip = True
-                            if skip:
-                                continue
-                            if n == tasks_buf.shape[0]:
-                                tasks_buf = np.concatenate((tasks_buf, tasks_buf))
-                                weights_buf = np.concatenate((weights_buf, weights_buf))
-                            tasks_buf[n] = task
-                            weights_buf[n] = units
-                            total += units
-                            n += 1
+                    # the holders of the object waited for, else of any of the resource
+                    if key_obj[res] != 0 and res in held and len(held[res]) > 0:
+                        pool = held[res]
+                    elif key_res[res] in held_res:
+                        pool = held_res[key_res[res]]
+                    else:
+                        pool = empty
+                    for task, units in pool.items():
+                        if units <= 0:
+                            continue
+                        skip = False
+                        for k in range(depth + 1):
+                            if seen[k] == task:
+                                skip = True
+                        if skip:
+                            continue
+                        if n == tasks_buf.shape[0]:
+                            tasks_buf = np.concatenate((tasks_buf, tasks_buf))
+                            weights_buf = np.concatenate((weights_buf, weights_buf))
+                        tasks_buf[n] = task
+                        weights_buf[n] = units
+                        total += units
+                        n += 1
                     if n == 0:
                         if fb0 >= 0:
                             key = (w, fb0, fb1, fb2)
@@ -80,7 +88,7 @@ def sweep(p_time, p_kind, p_start, p_idx, w_res, w_task, h_res, h_task, h_weight
                                 if cnt > 0 and r2 != res:
                                     onward += 1
                         if onward == 0 or top + onward >= STACK:
-                            key = (w, culprit, res, depth)
+                            key = (w, culprit, key_res[res], depth)
                             blame[key] = blame.get(key, 0.0) + share
                             continue
                         for r2, cnt in waiting[culprit].items():
@@ -89,7 +97,7 @@ def sweep(p_time, p_kind, p_start, p_idx, w_res, w_task, h_res, h_task, h_weight
                                 s_mass[top] = share / onward
                                 s_depth[top] = depth + 1
                                 s_fb[top, 0] = culprit
-                                s_fb[top, 1] = res
+                                s_fb[top, 1] = key_res[res]
                                 s_fb[top, 2] = depth
                                 s_seen[top, : depth + 1] = seen
                                 s_seen[top, depth + 1] = culprit
@@ -97,7 +105,7 @@ def sweep(p_time, p_kind, p_start, p_idx, w_res, w_task, h_res, h_task, h_weight
         prev = t
         i = p_idx[p]
         if p_kind[p] == 0:
-            r, task = w_res[i], w_task[i]
+            r, task = w_key[i], w_task[i]
             if task not in waiting:
                 waiting[task] = Dict.empty(types.int64, types.int64)
             inner = waiting[task]
@@ -111,14 +119,15 @@ def sweep(p_time, p_kind, p_start, p_idx, w_res, w_task, h_res, h_task, h_weight
                 if inner[r] == 0:
                     del inner[r]
         else:
-            r, task = h_res[i], h_task[i]
-            if r not in held:
-                held[r] = Dict.empty(types.int64, types.int64)
-            inner = held[r]
+            k, task = h_key[i], h_task[i]
             delta = h_weight[i] if p_start[p] == 1 else -h_weight[i]
-            inner[task] = inner.get(task, 0) + delta
-            if inner[task] == 0:
-                del inner[task]
+            for table, r in ((held, k), (held_res, key_res[k])):
+                if r not in table:
+                    table[r] = Dict.empty(types.int64, types.int64)
+                inner = table[r]
+                inner[task] = inner.get(task, 0) + delta
+                if inner[task] == 0:
+                    del inner[task]
     n = len(blame)
     out_w = np.empty(n, np.int64)
     out_c = np.empty(n, np.int64)

@@ -2,10 +2,12 @@
 
 Time is cut into segments at every boundary of a WAIT, a hold or a timed USE. In each segment,
 every task that waits for a resource R spreads the segment's length over the other tasks that
-hold or use R then, in proportion to the units they hold. When such a holder is itself waiting
-for another resource R2 at that moment, its share passes on to R2's holders, and so on down the
-chain (a task is never blamed twice along one chain). A share that finds no holder at the end
-of a chain stays with the last task (it was waiting on something no task holds: I/O, a timer);
+hold or use R then, in proportion to the units they hold: the holders of the same object when
+the wait names one (object != 0) and somebody holds it, else the holders of any of R. When such
+a holder is itself waiting for something else at that moment, its share passes on to that
+thing's holders, and so on down the chain (a task is never blamed twice along one chain). A
+share that finds no holder at the end of a chain stays with the last task (it was waiting on
+something no task holds: I/O, a timer);
 a wait that finds no holder at all is unattributed (nobody held the resource: it was idle or
 simply empty). Blame along a chain adds up to the raw wait.
 
@@ -33,13 +35,36 @@ class Intervals:
     end: np.ndarray
     weight: np.ndarray  # units held (holders); 1 for waits
     seq: np.ndarray  # the WAIT's events.seq (waits); unused for holders
+    object: np.ndarray | None = None  # which instance; None: all 0
 
     def __len__(self) -> int:
         return len(self.start)
 
 
+def _keys(waits: Intervals, holders: Intervals):
+    """Dense ids of (resource, object) for waits and holders, and each id's resource and
+    object."""
+
+    def obj(iv: Intervals) -> np.ndarray:
+        return iv.object if iv.object is not None else np.zeros(len(iv), np.int64)
+
+    res = np.concatenate([waits.resource, holders.resource]).astype(np.int64)
+    ob = np.concatenate([obj(waits), obj(holders)]).astype(np.int64)
+    pairs = np.stack([res, ob], axis=1) if len(res) else np.zeros((0, 2), np.int64)
+    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n = len(waits)
+    return (
+        inverse[:n].astype(np.int64),
+        inverse[n:].astype(np.int64),
+        uniq[:, 0].astype(np.int64) if len(uniq) else np.zeros(0, np.int64),
+        uniq[:, 1].astype(np.int64) if len(uniq) else np.zeros(0, np.int64),
+    )
+
+
 def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
     """Blame rows for every WAIT in ``waits``; see the module docstring."""
+    w_key, h_key, key_res, key_obj = _keys(waits, holders)
     # Boundaries: (time, order, kind, index); at one instant ends come before starts.
     points = []
     for i in range(len(waits)):
@@ -51,35 +76,35 @@ def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
             points.append((int(holders.start[i]), 1, 1, i))
             points.append((int(holders.end[i]), 0, 1, i))
     points.sort()
-    held: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    waiting: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # task -> res -> n
-    active_waits: dict[int, tuple[int, int]] = {}
+    held_key: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    held_res: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    waiting: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))  # task -> key -> n
+    active_waits: dict[int, int] = {}
     blame: dict[tuple, float] = defaultdict(float)
 
+    def holders_of(key: int, visited: frozenset) -> dict[int, int]:
+        """Holders of the object waited for if it has any, else of the whole resource."""
+        pool = held_key[key]
+        if key_obj[key] == 0 or not any(u > 0 for u in pool.values()):
+            pool = held_res[int(key_res[key])]
+        return {t: u for t, u in pool.items() if u > 0 and t not in visited}
+
     def spread(
-        res: int,
-        task: int,
-        mass: float,
-        seq: int,
-        victim: int,
-        wait_res: int,
-        visited: frozenset,
-        depth: int,
+        key: int, mass: float, seq: int, victim: int, wait_res: int, visited: frozenset, depth: int
     ) -> bool:
-        """Give ``mass`` to the holders of ``res`` other than ``visited``; False if none."""
-        holders_now = {t: w for t, w in held[res].items() if w > 0 and t not in visited}
+        """Give ``mass`` to the holders of ``key`` other than ``visited``; False if none."""
+        holders_now = holders_of(key, visited)
         if not holders_now:
             return False
         total = sum(holders_now.values())
-        for culprit, w in holders_now.items():
-            share = mass * w / total
-            onward = [r for r, n in waiting[culprit].items() if n > 0 and r != res]
+        res = int(key_res[key])
+        for culprit, units in holders_now.items():
+            share = mass * units / total
+            onward = [k for k, n in waiting[culprit].items() if n > 0 and k != key]
             if onward and depth < MAX_DEPTH:
                 part = share / len(onward)
-                for r2 in onward:
-                    if not spread(
-                        r2, culprit, part, seq, victim, wait_res, visited | {culprit}, depth + 1
-                    ):
+                for k2 in onward:
+                    if not spread(k2, part, seq, victim, wait_res, visited | {culprit}, depth + 1):
                         blame[(seq, wait_res, victim, culprit, res, depth)] += part
             else:
                 blame[(seq, wait_res, victim, culprit, res, depth)] += share
@@ -89,21 +114,31 @@ def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
     for t, order, kind, i in points:
         if prev_t is not None and t > prev_t and active_waits:
             length = t - prev_t
-            for w, (res, task) in active_waits.items():
-                seq = int(waits.seq[w])
-                spread(res, task, float(length), seq, task, res, frozenset({task}), 0)
+            for w, key in active_waits.items():
+                task = int(waits.task[w])
+                spread(
+                    key,
+                    float(length),
+                    int(waits.seq[w]),
+                    task,
+                    int(key_res[key]),
+                    frozenset({task}),
+                    0,
+                )
         prev_t = t
         if kind == 0:
-            res, task = int(waits.resource[i]), int(waits.task[i])
+            key, task = int(w_key[i]), int(waits.task[i])
             if order == 1:
-                active_waits[i] = (res, task)
-                waiting[task][res] += 1
+                active_waits[i] = key
+                waiting[task][key] += 1
             else:
                 active_waits.pop(i, None)
-                waiting[task][res] -= 1
+                waiting[task][key] -= 1
         else:
-            res, task = int(holders.resource[i]), int(holders.task[i])
-            held[res][task] += int(holders.weight[i]) * (1 if order == 1 else -1)
+            key, task = int(h_key[i]), int(holders.task[i])
+            delta = int(holders.weight[i]) * (1 if order == 1 else -1)
+            held_key[key][task] += delta
+            held_res[int(key_res[key])][task] += delta
     return [(*key, value) for key, value in blame.items() if value > 0]
 
 
@@ -132,13 +167,16 @@ def attribute_fast(waits: Intervals, holders: Intervals) -> list[tuple]:
     from gigi.metrics._attribution_kernel import sweep
 
     as64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    w_key, h_key, key_res, key_obj = _keys(waits, holders)
     w, c, r, d, v = sweep(
         *_points(waits, holders),
-        as64(waits.resource),
+        as64(w_key),
         as64(waits.task),
-        as64(holders.resource),
+        as64(h_key),
         as64(holders.task),
         as64(holders.weight),
+        as64(key_res),
+        as64(key_obj),
     )
     return [
         (
