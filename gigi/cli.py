@@ -233,31 +233,55 @@ def demo(
     healthy: Annotated[
         bool, typer.Option(help="Run without the long transaction: nothing should be found.")
     ] = False,
+    scenario: Annotated[
+        str | None, typer.Option(help="Run a workload of the scenario suite instead (--list).")
+    ] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the scenarios and stop.")] = False,
 ) -> None:
     """Run the embedded engine workload (undo growth, then purge floods the buffer pool),
-    record it, ingest it and summarize it."""
+    record it, ingest it, summarize it and diagnose it; or one scenario of the suite."""
     import shutil
 
     from gigi import demo as demo_mod
+    from gigi import scenarios
     from gigi._output import write_result
     from gigi.ingest import ingest as run_ingest
     from gigi.queries import connect, run, run_named
 
+    if list_:
+        for s in scenarios.all_scenarios():
+            truth = (
+                f"rank 1: {s.truth.failure_mode} on {s.truth.resource}"
+                + (f", culprit {s.truth.culprit}..." if s.truth.culprit else "")
+                if s.truth
+                else "healthy: no finding"
+            )
+            typer.echo(f"{s.name:24s} {s.title}\n{'':24s} {truth}")
+        return
     trace_dir, store = out / "trace", out / "store"
     if trace_dir.exists():
         shutil.rmtree(trace_dir)
     console = _stderr()
-    with console.status(f"running the demo workload for {seconds:g} s"):
-        cfg = demo_mod.DemoConfig(seconds=seconds)
-        if healthy:
-            cfg.long_txn_length = 0.0
-        demo_mod.run(trace_dir, cfg)
+    if scenario is not None:
+        chosen = scenarios.get(scenario)
+        with console.status(f"running scenario {chosen.name}"):
+            chosen.run(trace_dir)
+    else:
+        with console.status(f"running the demo workload for {seconds:g} s"):
+            cfg = demo_mod.DemoConfig(seconds=seconds)
+            if healthy:
+                cfg.long_txn_length = 0.0
+            demo_mod.run(trace_dir, cfg)
     with console.status("ingesting"):
         manifest = run_ingest(trace_dir, store)
     entry = store / manifest.trace_id
     typer.echo(f"trace: {trace_dir}  store: {entry}")
     typer.echo(f"{manifest.events:,} events, {manifest.tasks:,} tasks; {_drops_line(manifest)}")
     con = connect(entry, variables={"window_ms": 250})
+    if scenario is not None:
+        typer.echo("")
+        typer.echo(render_diagnosis(entry))
+        return
     for name in ("wait_summary", "hold_summary", "outstanding_summary"):
         write_result(run_named(con, name).to_arrow_table(), "table", None, title=name)
     rows = run(
@@ -268,13 +292,8 @@ def demo(
     typer.echo("client throughput (transactions per 250 ms):")
     for start, done, _ in rows:
         typer.echo(f"  {start / 1000:6.2f} s {done:6d} {'#' * round(40 * done / peak)}")
-    from gigi.diagnosis import diagnose as run_diagnose
-    from gigi.diagnosis._render import render
-
-    with console.status("diagnosing"):
-        diagnosis = run_diagnose(entry)
     typer.echo("")
-    typer.echo(render(diagnosis))
+    typer.echo(render_diagnosis(entry))
     typer.echo("")
     typer.echo(f'explore: gigi-query sql {entry} "SELECT * FROM holds LIMIT 10"')
 
@@ -345,6 +364,13 @@ def detectors_list(
         typer.echo(f"    {det.meaning}")
         for p in det.params.values():
             typer.echo(f"    param {p.name} = {p.default:g}: {p.doc}")
+
+
+def render_diagnosis(entry) -> str:
+    from gigi.diagnosis import diagnose as run_diagnose
+    from gigi.diagnosis._render import render
+
+    return render(run_diagnose(entry))
 
 
 def _named_sql(name: str) -> str:

@@ -137,6 +137,7 @@ class UndoLog:
 
     def append(self, records: int) -> None:
         self.res.acquire(0, records, self.s_append)
+        self.res.use(0, records, self.s_append)  # the change is written into them
 
     def commit(self, txn: int, records: int) -> None:
         with self.lock:
@@ -229,10 +230,15 @@ def _purge(cfg: DemoConfig, pool: BufferPool, undo: UndoLog, stop: threading.Eve
 
 def run(trace_dir: Path, cfg: DemoConfig | None = None) -> list[float]:
     """Run the workload recording into ``trace_dir``; return client commit times (monotonic s)."""
-    cfg = cfg or DemoConfig()
-    started_here = not gp.is_enabled()
-    if started_here:
-        gp.enable(trace_dir, interval=0.25, buffer_events=1 << 16)
+    gp.enable(trace_dir, interval=0.25, buffer_events=1 << 16)
+    try:
+        return run_workload(cfg or DemoConfig())
+    finally:
+        gp.disable()
+
+
+def run_workload(cfg: DemoConfig) -> list[float]:
+    """Run the workload under whatever recording is on; return client commit times."""
     disk = Disk(cfg.disk_read)
     pool = BufferPool(cfg.pool_pages, disk)
     undo = UndoLog(cfg.records_per_undo_page)
@@ -252,6 +258,4 @@ def run(trace_dir: Path, cfg: DemoConfig | None = None) -> list[float]:
     stop.set()
     for th in threads:
         th.join()
-    if started_here:
-        gp.disable()
     return done

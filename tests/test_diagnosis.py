@@ -123,7 +123,7 @@ def test_user_detectors_plug_in_and_are_listed(demo_store, tmp_path, capsys):
         "-- param busy_min_waits: waits before it counts (default 10)\n"
         "SELECT resource, 0.9 AS score, []::BIGINT[] AS culprit_tasks,"
         " []::BIGINT[] AS victim_tasks, '{}' AS evidence, 'busy' AS summary FROM metrics_resources"
-        " WHERE waits > getvariable('busy_min_waits') AND resource = 'engine.buffer_pool'\n"
+        " WHERE waits > getvariable('busy_min_waits') AND resource = 'engine.purge_queue'\n"
     )
     d = diagnose(demo_store, detectors=[mine])
     assert any(f.failure_mode == "under_provisioning" and f.summary == "busy" for f in d.findings)

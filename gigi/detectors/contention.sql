@@ -2,7 +2,7 @@
 -- failure_mode: contention
 -- meaning: a large share of the time tasks waited for this resource was spent behind other
 --   tasks that held or used it, and a few of those tasks account for most of it.
--- param contention_min_wait: blamed wait as a share of the trace's length before it counts (default 0.05)
+-- param contention_min_wait: blamed wait as a share of the trace's length before it counts (default 0.1)
 -- param contention_dominance: share of the blame the top culprits must carry (default 0.5)
 WITH blame AS (
     SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL
@@ -28,7 +28,7 @@ WITH blame AS (
 SELECT
     m.resource,
     -- pressure: blamed wait against the trace length, saturating; weighted by dominance
-    least(1.0, m.blamed_ns / (m.trace_ns * getvariable('contention_min_wait') * 4.0))
+    least(1.0, m.blamed_ns / (m.trace_ns * getvariable('contention_min_wait') * 5.0))
         * least(1.0, c.top_share / getvariable('contention_dominance'))
         * (m.blamed_ns / greatest(m.wait_ns, 1)) ^ 0.5 AS score,
     c.culprit_tasks,

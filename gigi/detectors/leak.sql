@@ -1,16 +1,25 @@
 -- detector: leak
 -- failure_mode: leak
 -- meaning: units acquired by tasks that have ended were never released, and no other task
---   releases them either: they are lost to the resource. The resource's own count must agree
+--   releases them either: they are lost to the resource (an object of it that is lost counts
+--   once somebody waits for it). The resource's own count must agree
 --   (units still outstanding at the end, never above its capacity): releases lost from the
 --   trace also leave holds open, but they do not add up.
 -- param leak_min_share: leaked units as a share of the capacity (or of the peak) (default 0.05)
 -- param leak_min_age: how long before the trace end the task must have ended, share of the trace (default 0.1)
 WITH leaked AS (
+    -- An object acquired again later (by anyone) was not really lost: its RELEASE was.
     SELECT h.resource, h.task, sum(h.amount) AS units, min(t."end") AS ended
     FROM holds AS h JOIN tasks AS t USING (task), trace_info AS i
     WHERE h.open AND h.outlived_task
         AND t."end" <= i."end" - getvariable('leak_min_age') * (i."end" - i.start)
+        AND (h.object = 0 OR (
+            -- an object nobody acquired again, and that somebody waited for in vain
+            NOT EXISTS (SELECT 1 FROM events AS e WHERE e.kind = 1 AND e.resource = h.resource
+                        AND e.object = h.object AND e.seq > h.acquire_seq)
+            AND EXISTS (SELECT 1 FROM waits AS w WHERE w.resource = h.resource
+                        AND w.object = h.object AND w.seq > h.acquire_seq
+                        AND w.task <> h.task)))
     GROUP BY ALL
 ), released_by_others AS (
     -- resources whose holds are normally ended by other tasks (a purge, a reclaimer)
@@ -38,4 +47,5 @@ GROUP BY l.resource
 HAVING sum(l.units) >= greatest(coalesce(any_value(m.capacity), any_value(m.peak)), 1)
         * getvariable('leak_min_share')
     AND any_value(m.final) >= 0.5 * sum(l.units)
-    AND any_value(m.final) <= coalesce(any_value(m.capacity), any_value(m.final));
+    AND any_value(m.final) <= coalesce(any_value(m.capacity), any_value(m.final))
+    AND any_value(m.peak) <= 1.5 * coalesce(any_value(m.capacity), any_value(m.peak));

@@ -4,11 +4,16 @@
 --   the culprits are the tasks whose holds make up the growth.
 -- param growth_min_rise: rise as a multiple of the level it started from (default 10)
 -- param growth_min_span: the episode's length as a share of the trace (default 0.15)
+-- param growth_min_noise_ratio: rise as a multiple of what lost events alone could add (default 4)
 WITH episode AS (
+    -- A rise within what lost events could explain, or a count above the capacity (the
+    -- events do not add up), is not evidence of growth.
     SELECT * FROM metrics_resources
     WHERE growth_sustained
         AND growth_rise >= getvariable('growth_min_rise') * greatest(growth_base, 1)
         AND growth_span_share >= getvariable('growth_min_span')
+        AND growth_rise >= getvariable('growth_min_noise_ratio') * growth_noise
+        AND (capacity IS NULL OR peak <= 1.5 * capacity)
 ), holders AS (
     -- unit-time each task held during the episode
     SELECT h.resource, h.task,

@@ -10,9 +10,26 @@ WITH top AS (
     FROM (SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL)
     GROUP BY resource
 ), full_share AS (
-    SELECT o.resource, avg(CASE WHEN o.outstanding >= 0.9 * m.capacity THEN 1.0 ELSE 0.0 END)
-        AS share
-    FROM metrics_outstanding AS o JOIN metrics_resources AS m USING (resource)
+    -- Share of the window ends at which the resource was (near) full, counted two ways: by
+    -- the running sum of its events, and by the holds open then (each ended at its task's
+    -- end); the second stays right when events were lost and the sum drifts.
+    SELECT o.resource,
+           greatest(
+               avg(CASE WHEN o.outstanding >= 0.9 * m.capacity THEN 1.0 ELSE 0.0 END),
+               avg(CASE WHEN coalesce(hw.units, 0) >= 0.75 * m.capacity THEN 1.0 ELSE 0.0 END))
+               AS share
+    FROM metrics_outstanding AS o
+    JOIN metrics_resources AS m USING (resource)
+    LEFT JOIN (
+        SELECT o2.resource, o2.window_index, sum(h.amount) AS units
+        FROM metrics_outstanding AS o2
+        JOIN holds AS h ON h.resource = o2.resource AND h.task IS NOT NULL
+            AND h.acquire_ts <= o2.window_end
+            AND least(h.acquire_ts + h.hold_ns,
+                      coalesce((SELECT t."end" FROM tasks AS t WHERE t.task = h.task),
+                               h.acquire_ts + h.hold_ns)) > o2.window_end
+        GROUP BY ALL
+    ) AS hw ON hw.resource = o.resource AND hw.window_index = o.window_index
     WHERE m.capacity IS NOT NULL AND m.capacity > 0
     GROUP BY o.resource
 ), waiters AS (

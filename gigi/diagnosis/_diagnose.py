@@ -17,6 +17,16 @@ from gigi.schema import KIND_NAMES, SITES, normalize_batch
 # Failure modes that can drive findings on other resources (a root), as opposed to ones that
 # are only ever consequences of load or of another resource.
 _ROOT_MODES = {"unbounded_growth", "leak", "inefficient_policy"}
+# When several detectors fire on one resource, the most specific explanation stands: a leak
+# explains the growth and the waits it causes; a lock kept unused explains the contention.
+_SPECIFICITY = (
+    "leak",
+    "inefficient_policy",
+    "unbounded_growth",
+    "contention",
+    "under_provisioning",
+    "inconsistent_state",
+)
 
 
 @dataclass
@@ -105,6 +115,30 @@ def _run_detector(con, det: Detector) -> list[Finding]:
             )
         )
     return out
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """One finding per resource: the most specific; the others are named in its evidence."""
+    by_resource: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_resource.setdefault(f.resource, []).append(f)
+    kept = []
+    for group in by_resource.values():
+        group.sort(
+            key=lambda f: (
+                _SPECIFICITY.index(f.failure_mode)
+                if f.failure_mode in _SPECIFICITY
+                else len(_SPECIFICITY),
+                -f.score,
+            )
+        )
+        best = group[0]
+        if len(group) > 1:
+            best.evidence["also_found"] = [
+                {"failure_mode": g.failure_mode, "score": round(g.score, 3)} for g in group[1:]
+            ]
+        kept.append(best)
+    return kept
 
 
 def _link(con, findings: list[Finding]) -> None:
@@ -236,7 +270,7 @@ def diagnose(
         con.execute(f"SET VARIABLE {name} = {float(value)!r}")
     compute(con)
     findings = [f for det in dets for f in _run_detector(con, det)]
-    findings = [f for f in findings if f.score >= threshold]
+    findings = _dedupe([f for f in findings if f.score >= threshold])
     _link(con, findings)
     ranked = _rank(findings)
     sites_view = "sites"

@@ -44,6 +44,8 @@ METRICS_DOC = {
         "growth_span_share": "the episode's length as a share of the trace",
         "growth_start_ts": "when the growth episode began, ns",
         "growth_peak_ts": "when it peaked, ns",
+        "growth_noise": "how far outstanding could drift by lost events alone over the "
+        "episode: sqrt(2 x its ACQUIREs) x the mean units of one, units",
         "growth_plateau": "true when outstanding levelled off (warm-up, not growth)",
         "growth_sustained": "true when it rose steadily without levelling off",
         "blamed_ns": "wait time blamed on other tasks, ns",
@@ -129,6 +131,9 @@ def compute(con) -> dict[str, pa.Table]:
         cols["growth_span_share"].append(g.span_share)
         cols["growth_start_ts"].append(int(window_ts[g.start_window]))
         cols["growth_peak_ts"].append(int(window_ts[g.peak_window]))
+        in_episode = int(rate[r, g.start_window : g.peak_window + 1].sum())
+        mean_units = t["acquired"] / t["acquires"] if t["acquires"] else 0.0
+        cols["growth_noise"].append(float(np.sqrt(2 * in_episode) * mean_units))
         cols["growth_plateau"].append(g.plateau)
         cols["growth_sustained"].append(g.sustained)
         blamed = int(mine["blame_ns_sum"] or 0)
@@ -157,8 +162,28 @@ def compute(con) -> dict[str, pa.Table]:
 def _blame(con, names: list[str]):
     waits = con.sql("SELECT resource, object, task, ts, end_ts, seq FROM waits").to_arrow_table()
     holders = con.sql("""
-        SELECT resource, object, task, acquire_ts AS start, acquire_ts + hold_ns AS "end", amount
-        FROM holds WHERE task IS NOT NULL
+        -- A task that has ended blocks nobody in the blame: a hold that outlives its task
+        -- has most often lost its RELEASE (or been paired with a stranger's by the lost one),
+        -- and a real leak is the leak detector's finding.
+        SELECT h.resource, h.object, h.task, h.acquire_ts AS start,
+               CASE WHEN h.outlived_task
+                    THEN greatest(least(h.acquire_ts + h.hold_ns, t."end"), h.acquire_ts)
+                    ELSE h.acquire_ts + h.hold_ns END AS "end",
+               h.amount
+        FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
+        UNION ALL
+        -- a RELEASE whose ACQUIRE is not in the trace (before it began, or lost): the task
+        -- that released it held it, at most since that task began
+        SELECT h.resource, h.object, h.release_task,
+               greatest(h.acquire_ts, coalesce(t.start, h.acquire_ts)), h.release_ts, h.amount
+        FROM holds AS h LEFT JOIN tasks AS t ON t.task = h.release_task
+        WHERE h.began_before_trace AND h.release_task IS NOT NULL
+        UNION ALL
+        -- a task that uses an object again and again holds it in between, whatever events
+        -- of its hold were lost
+        SELECT resource, object, task, min(ts), max(ts + coalesce(dur, 0)), 1
+        FROM events WHERE kind = 2 AND object <> 0
+        GROUP BY resource, object, task HAVING count(*) >= 2
         UNION ALL
         SELECT resource, object, task, ts, ts + dur, amount FROM events WHERE kind = 2 AND dur > 0
     """).to_arrow_table()
