@@ -52,8 +52,12 @@ def make_trace(trace: Path, events: int, seed: int = 1) -> int:
                     {
                         "ts": pa.array(ts, pa.int64()),
                         "kind": pa.array(kind),
+                        # one resource per WAIT/ACQUIRE/USE/RELEASE quad, so holds pair
                         "resource": pa.DictionaryArray.from_arrays(
-                            pa.array(rng.integers(0, 3, n).astype(np.int32)), names
+                            pa.array(
+                                np.repeat(rng.integers(0, 3, n // 4 + 1), 4)[:n].astype(np.int32)
+                            ),
+                            names,
                         ),
                         "task": pa.array(
                             np.repeat(np.arange(start, start + n) // 64, 1) + w * 10**9

@@ -174,10 +174,10 @@ def _blame(con, names: list[str]):
         UNION ALL
         -- a RELEASE whose ACQUIRE is not in the trace (before it began, or lost): the task
         -- that released it held it, at most since that task began
-        SELECT h.resource, h.object, h.release_task,
-               greatest(h.acquire_ts, coalesce(t.start, h.acquire_ts)), h.release_ts, h.amount
-        FROM holds AS h LEFT JOIN tasks AS t ON t.task = h.release_task
-        WHERE h.began_before_trace AND h.release_task IS NOT NULL
+        SELECT h.resource, h.object, h.release_task, greatest(h.acquire_ts, t.start),
+               h.release_ts, h.amount
+        FROM holds AS h JOIN tasks AS t ON t.task = h.release_task
+        WHERE h.began_before_trace AND t.start IS NOT NULL
         UNION ALL
         -- a task that uses an object again and again holds it in between, whatever events
         -- of its hold were lost
