@@ -9,7 +9,8 @@
 -- param leak_min_age: how long before the trace end the task must have ended, share of the trace (default 0.1)
 WITH leaked AS (
     -- An object acquired again later (by anyone) was not really lost: its RELEASE was.
-    SELECT h.resource, h.task, sum(h.amount) AS units, min(t."end") AS ended
+    SELECT h.resource, h.task, sum(h.amount) AS units,
+           sum(h.amount) FILTER (WHERE h.object = 0) AS pooled_units, min(t."end") AS ended
     FROM holds AS h JOIN tasks AS t USING (task), trace_info AS i
     WHERE h.open AND h.outlived_task
         AND t."end" <= i."end" - getvariable('leak_min_age') * (i."end" - i.start)
@@ -48,4 +49,9 @@ HAVING sum(l.units) >= greatest(coalesce(any_value(m.capacity), any_value(m.peak
         * getvariable('leak_min_share')
     AND any_value(m.final) >= 0.5 * sum(l.units)
     AND any_value(m.final) <= coalesce(any_value(m.capacity), any_value(m.final))
-    AND any_value(m.peak) <= 1.5 * coalesce(any_value(m.capacity), any_value(m.peak));
+    AND any_value(m.peak) <= 1.5 * coalesce(any_value(m.capacity), any_value(m.peak))
+    -- units of the pool as a whole (object 0): more than lost events could leave behind,
+    -- about sqrt(2 x ACQUIREs) x the units of one
+    AND coalesce(sum(l.pooled_units), 0) >= sqrt(2.0 * any_value(m.acquires))
+        * any_value(m.acquired) / greatest(any_value(m.acquires), 1)
+        * (CASE WHEN coalesce(sum(l.pooled_units), 0) = 0 THEN 0 ELSE 1 END);
