@@ -10,8 +10,10 @@
 -- param policy_min_churn: ACQUIREs per second before churn counts (default 200)
 -- param policy_max_churn_use: used / acquired units below which churn is waste (default 0.05)
 WITH held AS (
-    SELECT resource, task, object, sum(amount) AS held, sum(hold_ns) AS hold_ns
-    FROM holds WHERE task IS NOT NULL GROUP BY ALL
+    -- (a RELEASE whose ACQUIRE was lost still says its task held the object)
+    SELECT resource, coalesce(task, release_task) AS task, object, sum(amount) AS held,
+           sum(hold_ns) AS hold_ns
+    FROM holds WHERE coalesce(task, release_task) IS NOT NULL GROUP BY ALL
 ), used AS (
     SELECT resource, task, object, sum(amount) AS used FROM events WHERE kind = 2 GROUP BY ALL
 ), blamed AS (

@@ -142,12 +142,17 @@ def _mdl_parent_never_used(seconds: float) -> None:
             mdl.release(2)
             mdl.release(1)
 
-    def ddl(stop):
-        time.sleep(0.05)
-        with gp.task("ALTER TABLE parent ADD COLUMN c INT"):
-            mdl.acquire(1)
-            mdl.res.use(1)
-            mdl.release(1)
+    def ddl(n):
+        statement = "ALTER TABLE parent ADD COLUMN c INT" if n == 0 else "INSERT INTO parent"
+
+        def run(stop):
+            time.sleep(0.05 + 0.1 * n)
+            with gp.task(f"{statement} #{n}"):
+                mdl.acquire(1)
+                mdl.res.use(1)
+                mdl.release(1)
+
+        return run
 
     def child_writer(stop):
         i = 0
@@ -159,7 +164,7 @@ def _mdl_parent_never_used(seconds: float) -> None:
                 mdl.release(3)
             time.sleep(0.003)
 
-    _run_threads(reader, ddl, child_writer, stop_after=seconds)
+    _run_threads(reader, *(ddl(n) for n in range(4)), child_writer, stop_after=seconds)
 
 
 # --- row locks ---------------------------------------------------------------------------------
@@ -223,15 +228,18 @@ def _pg_lock_chain(seconds: float) -> None:
             rows.release(1)
             rows.release(2)
 
-    def c(stop):
-        b_holds.wait()
-        time.sleep(0.01)
-        with gp.task("session C: UPDATE t SET .. WHERE id = 2"):
-            rows.acquire(2)
-            rows.res.use(2)
-            rows.release(2)
+    def c(n):
+        def run(stop):
+            b_holds.wait()
+            time.sleep(0.01 + 0.05 * n)
+            with gp.task(f"session C{n}: UPDATE t SET .. WHERE id = 2"):
+                rows.acquire(2)
+                rows.res.use(2)
+                rows.release(2)
 
-    _run_threads(a, b, c, stop_after=seconds)
+        return run
+
+    _run_threads(a, b, *(c(n) for n in range(4)), stop_after=seconds)
 
 
 def _healthy_locks(seconds: float) -> None:
