@@ -203,11 +203,11 @@ def _row_lock_batch(seconds: float) -> None:
 
 
 def _pg_lock_chain(seconds: float) -> None:
-    """A idles in transaction holding row 1; B holds row 2 and waits for row 1; C waits for
-    row 2. The root blocker is A, not B."""
+    """A idles in transaction holding row 1; sessions B1..B3 each hold a row of their own and
+    wait for row 1; sessions C1..C3 wait for the Bs' rows. The root blocker is A, not a B."""
     rows = _Lock("pg.row_lock")
     a_holds = threading.Event()
-    b_holds = threading.Event()
+    b_hold = [threading.Event() for _ in range(3)]
 
     def a(stop):
         with gp.task("session A: idle in transaction"):
@@ -217,29 +217,33 @@ def _pg_lock_chain(seconds: float) -> None:
             stop.wait(seconds * 0.8)
             rows.release(1)
 
-    def b(stop):
-        a_holds.wait()
-        with gp.task("session B: UPDATE t SET .. WHERE id IN (2, 1)"):
-            rows.acquire(2)
-            rows.res.use(2)
-            b_holds.set()
-            rows.acquire(1)
-            rows.res.use(1)
-            rows.release(1)
-            rows.release(2)
-
-    def c(n):
+    def b(n):
         def run(stop):
-            b_holds.wait()
-            time.sleep(0.01 + 0.05 * n)
-            with gp.task(f"session C{n}: UPDATE t SET .. WHERE id = 2"):
-                rows.acquire(2)
-                rows.res.use(2)
-                rows.release(2)
+            a_holds.wait()
+            time.sleep(0.02 * n)
+            with gp.task(f"session B{n}: UPDATE t SET .. WHERE id IN ({10 + n}, 1)"):
+                rows.acquire(10 + n)
+                rows.res.use(10 + n)
+                b_hold[n].set()
+                rows.acquire(1)
+                rows.res.use(1)
+                rows.release(1)
+                rows.release(10 + n)
 
         return run
 
-    _run_threads(a, b, *(c(n) for n in range(4)), stop_after=seconds)
+    def c(n):
+        def run(stop):
+            b_hold[n].wait()
+            time.sleep(0.01)
+            with gp.task(f"session C{n}: UPDATE t SET .. WHERE id = {10 + n}"):
+                rows.acquire(10 + n)
+                rows.res.use(10 + n)
+                rows.release(10 + n)
+
+        return run
+
+    _run_threads(a, *(b(n) for n in range(3)), *(c(n) for n in range(3)), stop_after=seconds)
 
 
 def _healthy_locks(seconds: float) -> None:
