@@ -205,3 +205,45 @@ def test_metrics_tables_are_documented_column_by_column(demo_store):
     tables = compute(connect(demo_store))
     for name, table in tables.items():
         assert table.column_names == list(METRICS_DOC[name]), name
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(0, 5000)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_hold_time_kernel_matches_its_sql_twin(tmp_path_factory, holds):
+    from gigi.metrics import sql_twin
+    from gigi.metrics.holdtime import hold_time
+
+    d = tmp_path_factory.mktemp("holds")
+    ts, kinds, res, objs = [], [], [], []
+    t = 0
+    for r, obj, length in holds:  # ACQUIRE then RELEASE, some overlapping
+        ts += [t, t + length]
+        kinds += ["ACQUIRE", "RELEASE"]
+        res += [f"r{r}"] * 2
+        objs += [obj, obj]
+        t += 7
+    order = sorted(range(len(ts)), key=lambda i: ts[i])
+    write_stream(
+        d / "e.arrows",
+        events(
+            ts=[ts[i] for i in order],
+            kind=[kinds[i] for i in order],
+            resource=[res[i] for i in order],
+            object=pa.array([objs[i] for i in order], pa.int64()),
+        ),
+    )
+    con = connect(d)
+    names = [r for (r,) in con.sql("SELECT resource FROM resources ORDER BY 1").fetchall()]
+    h = con.sql("SELECT resource, hold_ns FROM holds").fetchall()
+    counts, quant, hist = hold_time([names.index(r) for r, _ in h], [x for _, x in h], len(names))
+    twin = con.sql(sql_twin("hold_time")).fetchall()
+    got = [
+        (names[i], int(counts[i]), *map(int, quant[i]), hist[i].tolist()) for i in range(len(names))
+    ]
+    assert got == [tuple(row[:6]) + (list(row[6]),) for row in twin]

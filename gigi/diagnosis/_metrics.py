@@ -2,6 +2,7 @@
 
 - ``metrics_resources``: one row per resource: totals, utilization, rate, growth, blame.
 - ``metrics_outstanding``: per resource and time window: outstanding at its end, ACQUIREs in it.
+- ``metrics_holds``: per resource, hold-time quantiles and log2-bucket histogram.
 - ``metrics_blame``: per victim WAIT, the tasks it is blamed on (see gigi.metrics.attribution).
 
 Each column is described in ``METRICS_DOC``; ``gigi-query queries`` and the README list them.
@@ -15,6 +16,7 @@ import pyarrow.compute as pc
 
 from gigi.metrics.attribution import Intervals, attribute_fast
 from gigi.metrics.growth import growth
+from gigi.metrics.holdtime import hold_time
 from gigi.metrics.totals import TOTALS, resource_totals
 
 WINDOWS = 50
@@ -59,6 +61,15 @@ METRICS_DOC = {
         "window_end": "end of the window, ns",
         "outstanding": "units outstanding at the window's end",
         "acquires": "ACQUIREs in the window",
+    },
+    "metrics_holds": {
+        "resource": "resource class",
+        "holds": "paired holds (open ones counted to the trace end)",
+        "p50_ns": "median hold time, ns",
+        "p90_ns": "90th percentile hold time, ns",
+        "p99_ns": "99th percentile hold time, ns",
+        "max_ns": "longest hold, ns",
+        "histogram": "holds per log2 bucket: bucket b counts 2^(b-1) <= ns < 2^b (b = 0: 0 ns)",
     },
     "metrics_blame": {
         "wait_seq": "events.seq of the victim WAIT",
@@ -141,8 +152,23 @@ def compute(con) -> dict[str, pa.Table]:
         cols["unattributed_ns"].append(max(t["wait_ns"] - blamed, 0))
         cols["victims"].append(int(mine["victim_count_distinct"]))
         cols["trace_ns"].append(span)
+    holds = con.sql("SELECT resource, hold_ns FROM holds").to_arrow_table()
+    counts, quant, hist = hold_time(
+        _codes(holds.column("resource"), names), holds.column("hold_ns").to_numpy(), len(names)
+    )
     tables = {
         "metrics_resources": pa.table(cols),
+        "metrics_holds": pa.table(
+            {
+                "resource": names,
+                "holds": counts,
+                "p50_ns": quant[:, 0],
+                "p90_ns": quant[:, 1],
+                "p99_ns": quant[:, 2],
+                "max_ns": quant[:, 3],
+                "histogram": pa.array(hist.tolist(), pa.list_(pa.int64())),
+            }
+        ),
         "metrics_outstanding": pa.table(
             {
                 "resource": np.repeat(np.array(names, dtype=object), WINDOWS).tolist(),
