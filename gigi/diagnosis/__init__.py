@@ -1,6 +1,7 @@
 """Diagnosis: metrics, detectors, attribution, chains and ranking over one trace.
 
->>> # diagnose(target) -> Diagnosis; Diagnosis.to_json() follows diagnosis-output.md
+``diagnose(target)`` returns a ``Diagnosis``; ``Diagnosis.to_json()`` is the document that
+``../shared/spec/diagnosis-output.md`` specifies.
 """
 
 from gigi.diagnosis._diagnose import Diagnosis, Finding, diagnose

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from gigi.detectors import COLUMNS, Detector, load
-from gigi.errors import DetectorError, IngestError
+from gigi.errors import DetectorError, IngestError, did_you_mean
 from gigi.ingest import StoreEntry, locate
 from gigi.schema import KIND_NAMES, SITES, normalize_batch
 
@@ -260,8 +260,6 @@ def diagnose(
     known = {p for d in dets for p in d.params}
     for name in params or {}:
         if name not in known:
-            from gigi.errors import did_you_mean
-
             raise DetectorError(f"no detector parameter {name!r}{did_you_mean(name, known)}")
     con = connect(entry)
     values = {p.name: p.default for d in dets for p in d.params.values()}
