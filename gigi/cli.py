@@ -123,6 +123,13 @@ def _open(target: Path, trace: str | None):
     return entry
 
 
+def _connect(target: Path, trace: str | None, param: list[str] | None):
+    """The read-only connection of ``sql`` and ``query``, with their --param variables."""
+    from gigi.queries import connect
+
+    return connect(_open(target, trace), variables=_params(param))
+
+
 def _drops_line(manifest) -> str:
     if not manifest.dropped and not manifest.bytes_lost:
         return "dropped: 0 events; bytes lost: 0"
@@ -148,10 +155,9 @@ def sql(
 ) -> None:
     """Run a read-only SQL query over a trace's views (events, holds, waits, ...)."""
     from gigi._output import write_result
-    from gigi.queries import connect, run
+    from gigi.queries import run
 
-    entry = _open(target, trace)
-    con = connect(entry, variables=_params(param))
+    con = _connect(target, trace, param)
     write_result(run(con, query).to_arrow_table(), format, output)
 
 
@@ -166,10 +172,9 @@ def query(
 ) -> None:
     """Run one of gigi's named queries over a trace."""
     from gigi._output import write_result
-    from gigi.queries import connect, run_named
+    from gigi.queries import run_named
 
-    entry = _open(target, trace)
-    con = connect(entry, variables=_params(param))
+    con = _connect(target, trace, param)
     write_result(run_named(con, name).to_arrow_table(), format, output, title=name)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gigi.errors import DetectorError
+from gigi.queries._docs import PARAM_LINE
 
 BUILTIN_DIR = Path(__file__).parent
 FAILURE_MODES = (
@@ -35,7 +36,6 @@ COLUMNS = ("resource", "score", "culprit_tasks", "victim_tasks", "evidence", "su
 
 _KEY = re.compile(r"^--\s*(detector|failure_mode|meaning):\s*(.*?)\s*$")
 _MORE = re.compile(r"^--\s{2,}(\S.*?)\s*$")
-_PARAM = re.compile(r"^--\s*param\s+([A-Za-z_]\w*):\s*(.+?)\s*\(default\s+([^)]+)\)\s*$")
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def parse(path: Path, builtin: bool = True) -> Detector:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.startswith("--"):
             break
-        if m := _PARAM.match(line):
+        if m := PARAM_LINE.match(line):
             try:
                 default = float(m.group(3))
             except ValueError:

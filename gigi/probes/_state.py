@@ -33,7 +33,7 @@ from gigi.probes._records import (
     RECORD_SIZE,
     RID_SHIFT,
 )
-from gigi.probes._tasks import TaskInfo, new_task_id
+from gigi.probes._tasks import TaskInfo, current_task, new_task_id
 from gigi.schema import (
     EVENTS,
     META_CLOCK,
@@ -223,14 +223,24 @@ class Recorder:
         if not self.wake.is_set():
             self.wake.set()
         if self._to_backlog(ring):
-            _put(ring, time.monotonic_ns(), code, _task(), amount, obj, site, value, dur)
+            _put(ring, time.monotonic_ns(), code, current_task.get(), amount, obj, site, value, dur)
             return
         if self.config.policy == "block" and not self.stopping:
             while ring.head >= ring.limit and self.writer.is_alive():
                 self.wake.set()
                 time.sleep(0.0002)
             if ring.head < ring.limit:
-                _put(ring, time.monotonic_ns(), code, _task(), amount, obj, site, value, dur)
+                _put(
+                    ring,
+                    time.monotonic_ns(),
+                    code,
+                    current_task.get(),
+                    amount,
+                    obj,
+                    site,
+                    value,
+                    dur,
+                )
                 return
         ring.drops[code] = ring.drops.get(code, 0) + 1
 
@@ -478,12 +488,6 @@ def _open_waits(ring: Ring) -> bytes:
         out += RECORD.pack(w.ts, code, w.task, w.amount, w.object, w.site, value, NULL_DUR)
     ring.open_waits.clear()
     return bytes(out)
-
-
-def _task() -> int:
-    from gigi.probes._tasks import current_task
-
-    return current_task.get()
 
 
 _EVENTS_SCHEMA: pa.Schema | None = None

@@ -13,7 +13,8 @@ from pathlib import Path
 
 _COMMENT = re.compile(r"^\s*--\s?(.*)$")
 _COLUMN = re.compile(r"^\s*--\s*([A-Za-z_][A-Za-z0-9_]*):\s*(.+?)\s*$")
-_PARAM = re.compile(r"^\s*--\s*param\s+([A-Za-z_]\w*):\s*(.+?)\s*\(default\s+([^)]+)\)\s*$")
+# A parameter line: "-- param NAME: what it sets (default VALUE)"; detectors use it too.
+PARAM_LINE = re.compile(r"^\s*--\s*param\s+([A-Za-z_]\w*):\s*(.+?)\s*\(default\s+([^)]+)\)\s*$")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def parse(path: Path) -> SqlDoc:
     header: list[str] = []
     i = 0
     while i < len(lines) and (m := _COMMENT.match(lines[i])):
-        if _PARAM.match(lines[i]):
+        if PARAM_LINE.match(lines[i]):
             break
         header.append(m.group(1).strip())
         i += 1
@@ -51,7 +52,7 @@ def parse(path: Path) -> SqlDoc:
         summary = summary[len(prefix) :].strip()
     doc = SqlDoc(path.stem, path, summary, text=text)
     for line in lines[i:]:
-        if m := _PARAM.match(line):
+        if m := PARAM_LINE.match(line):
             doc.params[m.group(1)] = Param(m.group(1), m.group(2), m.group(3).strip())
         elif m := _COLUMN.match(line):
             doc.columns.setdefault(m.group(1), m.group(2))
