@@ -3,8 +3,8 @@
 -- meaning: units acquired by tasks that have ended were never released, and no other task
 --   releases them either: they are lost to the resource (an object of it that is lost counts
 --   once somebody waits for it). The resource's own count must agree
---   (units still outstanding at the end, never above its capacity): releases lost from the
---   trace also leave holds open, but they do not add up.
+--   (units still outstanding at the end, not above its capacity by more than lost events
+--   explain): releases lost from the trace also leave holds open, but they do not add up.
 -- param leak_min_share: leaked units as a share of the capacity (or of the peak) (default 0.05)
 -- param leak_min_age: how long before the trace end the task must have ended, share of the trace (default 0.1)
 WITH leaked AS (
@@ -48,7 +48,10 @@ GROUP BY l.resource
 HAVING sum(l.units) >= greatest(coalesce(any_value(m.capacity), any_value(m.peak)), 1)
         * getvariable('leak_min_share')
     AND any_value(m.final) >= 0.5 * sum(l.units)
+    -- never above the capacity by more than lost events could move the running sum
     AND any_value(m.final) <= coalesce(any_value(m.capacity), any_value(m.final))
+        + sqrt(2.0 * any_value(m.acquires)) * any_value(m.acquired)
+          / greatest(any_value(m.acquires), 1)
     AND any_value(m.peak) <= 1.5 * coalesce(any_value(m.capacity), any_value(m.peak))
     -- units of the pool as a whole (object 0): more than lost events could leave behind,
     -- about sqrt(2 x ACQUIREs) x the units of one
