@@ -18,13 +18,14 @@ SCENARIOS = all_scenarios()
 
 def test_the_suite_has_its_shapes():
     faulty = [s for s in SCENARIOS if s.truth]
-    assert len(faulty) >= 9 and len(SCENARIOS) - len(faulty) >= 3
+    assert len(faulty) >= 12 and len(SCENARIOS) - len(faulty) >= 3
     assert {s.truth.failure_mode for s in faulty} >= {
         "contention",
         "under_provisioning",
         "inefficient_policy",
         "leak",
         "unbounded_growth",
+        "inconsistent_state",
     }
 
 

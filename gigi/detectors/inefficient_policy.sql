@@ -2,11 +2,15 @@
 -- failure_mode: inefficient_policy
 -- meaning: the resource is handed out in a way that wastes it. Either tasks hold objects long
 --   while using little of them and others wait for those very objects (a lock kept on a table
---   the query never reads), or units are acquired and released again and again with almost no
---   use in between (cache entries invalidated before they are ever hit).
+--   the query never reads), or tasks that use next to nothing of what they hold keep most of a
+--   pool's units, far longer than a typical hold, while others wait for units (worker slots
+--   kept by idle connections), or units are acquired and released again and again with
+--   almost no use in between (cache entries invalidated before they are ever hit).
 -- param policy_max_utilization: a holder's used / held units of an object stay below this (default 0.2)
 -- param policy_min_blame: others' wait blamed on such holds, share of the trace (default 0.05)
 -- param policy_min_uses_elsewhere: USEs of other objects the idle holder must make (default 10)
+-- param policy_min_idle_share: the idle holders' share of the units held while others waited (default 0.5)
+-- param policy_min_hold_ratio: an idle holder's mean hold as a multiple of the median hold (default 4)
 -- param policy_min_churn: ACQUIREs per second before churn counts (default 200)
 -- param policy_max_churn_use: used / acquired units below which churn is waste (default 0.05)
 WITH held AS (
@@ -54,6 +58,49 @@ WITH held AS (
     FROM idle_holds AS i JOIN metrics_resources AS m USING (resource)
     GROUP BY i.resource
     HAVING sum(i.ns) >= any_value(m.trace_ns) * getvariable('policy_min_blame')
+), idle_tasks AS (
+    -- tasks that used next to nothing of what they held, holding long while others waited
+    SELECT t.resource, t.task, t.held_while_others_waited, t.hold_share, t.acquired, t.used,
+           t.hold_ns
+    FROM metrics_tasks AS t
+    JOIN metrics_holds AS mh USING (resource)
+    WHERE t.acquired > 0 AND t.hold_share > 0
+        AND t.used < getvariable('policy_max_utilization') * t.acquired
+        AND t.hold_ns >= getvariable('policy_min_hold_ratio') * greatest(mh.p50_ns, 1) * t.holds
+), idle_blame AS (
+    -- waits for any unit of the pool (object 0); waits for one object are the path above's
+    SELECT b.resource, sum(b.blame_ns) AS ns
+    FROM metrics_blame AS b JOIN idle_tasks AS i ON i.resource = b.resource AND i.task = b.culprit
+    JOIN waits AS w ON w.seq = b.wait_seq
+    WHERE w.object = 0
+    GROUP BY b.resource
+), pool_findings AS (
+    SELECT
+        i.resource,
+        least(1.0, any_value(b.ns) / (any_value(m.trace_ns) * getvariable('policy_min_blame') * 4.0))
+            * least(1.0, sum(i.hold_share) / getvariable('policy_min_idle_share')) AS score,
+        list(i.task ORDER BY i.held_while_others_waited DESC, i.task)[:10] AS culprit_tasks,
+        (SELECT list(victim ORDER BY ns DESC)[:100] FROM
+            (SELECT mb.victim, sum(mb.blame_ns) AS ns FROM metrics_blame AS mb
+             WHERE mb.resource = i.resource GROUP BY mb.victim)) AS victim_tasks,
+        to_json({
+            'blamed_wait_ns': any_value(b.ns), 'idle_tasks': count(*),
+            'idle_share_of_units_held_while_others_waited': round(sum(i.hold_share), 3),
+            'idle_utilization': round(sum(i.used) / sum(i.acquired), 3),
+            'median_hold_ns': any_value(mh.p50_ns),
+            'idle_mean_hold_ns': sum(i.hold_ns) // count(*)
+        })::VARCHAR AS evidence,
+        printf('%d task(s) that used %.0f%% of what they took kept %.0f%% of %s while others waited %.1f s for it',
+               count(*), 100 * sum(i.used) / sum(i.acquired), 100 * sum(i.hold_share),
+               i.resource, any_value(b.ns) / 1e9) AS summary
+    FROM idle_tasks AS i
+    JOIN idle_blame AS b USING (resource)
+    JOIN metrics_resources AS m USING (resource)
+    JOIN metrics_holds AS mh USING (resource)
+    WHERE m.used > 0
+    GROUP BY i.resource
+    HAVING sum(i.hold_share) >= getvariable('policy_min_idle_share')
+        AND any_value(b.ns) >= any_value(m.trace_ns) * getvariable('policy_min_blame')
 ), churners AS (
     SELECT e.resource, e.task, count(*) AS acquires
     FROM events AS e WHERE e.kind = 1 GROUP BY ALL
@@ -80,5 +127,7 @@ WITH held AS (
         AND m.released >= 0.5 * m.acquired
 )
 SELECT * FROM idle_findings
+UNION ALL
+SELECT * FROM pool_findings WHERE resource NOT IN (SELECT resource FROM idle_findings)
 UNION ALL
 SELECT * FROM churn_findings;

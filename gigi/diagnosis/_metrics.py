@@ -3,6 +3,9 @@
 - ``metrics_resources``: one row per resource: totals, utilization, rate, growth, blame.
 - ``metrics_outstanding``: per resource and time window: outstanding at its end, ACQUIREs in it.
 - ``metrics_holds``: per resource, hold-time quantiles and log2-bucket histogram.
+- ``metrics_waits``: per resource, wait-time quantiles and log2-bucket histogram.
+- ``metrics_tasks``: per resource and task: waits, holds, utilization, and its share of the
+  holds and USEs made while other tasks waited.
 - ``metrics_blame``: per victim WAIT, the tasks it is blamed on (see gigi.metrics.attribution).
 
 Each column is described in ``METRICS_DOC``; ``gigi-query queries`` and the README list them.
@@ -17,9 +20,16 @@ import pyarrow.compute as pc
 from gigi.metrics.attribution import Intervals, attribute_fast
 from gigi.metrics.growth import growth
 from gigi.metrics.holdtime import hold_time
+from gigi.metrics.tasks import boundaries, task_shares
 from gigi.metrics.totals import TOTALS, resource_totals
 
 WINDOWS = 50
+# Until when a hold keeps others out, for the blame and the shares: a hold that outlives its
+# task has most often lost its RELEASE (or been paired with a stranger's by the lost one), so
+# it ends with its task; a real leak is the leak detector's finding.
+HELD_UNTIL = """CASE WHEN h.outlived_task
+        THEN greatest(least(h.acquire_ts + h.hold_ns, t."end"), h.acquire_ts)
+        ELSE h.acquire_ts + h.hold_ns END"""
 
 METRICS_DOC = {
     "metrics_resources": {
@@ -70,6 +80,35 @@ METRICS_DOC = {
         "p99_ns": "99th percentile hold time, ns",
         "max_ns": "longest hold, ns",
         "histogram": "holds per log2 bucket: bucket b counts 2^(b-1) <= ns < 2^b (b = 0: 0 ns)",
+    },
+    "metrics_waits": {
+        "resource": "resource class",
+        "waits": "WAIT events (open ones counted to the trace end)",
+        "p50_ns": "median wait, ns",
+        "p90_ns": "90th percentile wait, ns",
+        "p99_ns": "99th percentile wait, ns",
+        "max_ns": "longest wait, ns",
+        "histogram": "waits per log2 bucket: bucket b counts 2^(b-1) <= ns < 2^b (b = 0: 0 ns)",
+    },
+    "metrics_tasks": {
+        "resource": "resource class",
+        "task": "the task",
+        "waits": "its WAITs for the resource",
+        "wait_ns": "time it waited, ns (open waits to the trace end)",
+        "wait_max_ns": "its longest wait, ns",
+        "wait_p50_ns": "its median wait, ns",
+        "wait_p99_ns": "99th percentile of its waits, ns",
+        "acquires": "its ACQUIREs",
+        "acquired": "units it acquired",
+        "used": "units it used",
+        "utilization": "used / acquired units; null when it acquired nothing",
+        "holds": "its holds (by the pairing rule; open ones to the trace end)",
+        "hold_ns": "time its holds lasted, ns, summed",
+        "held_while_others_waited": "unit-ns of its holds at instants when another task was "
+        "waiting for the resource (a hold that outlived its task counted until the task ended)",
+        "hold_share": "its share of the resource's held_while_others_waited; null when none",
+        "used_while_others_waited": "units it used while another task was waiting",
+        "use_share": "its share of the resource's used_while_others_waited; null when none",
     },
     "metrics_blame": {
         "wait_seq": "events.seq of the victim WAIT",
@@ -178,6 +217,8 @@ def compute(con) -> dict[str, pa.Table]:
                 "acquires": rate.reshape(-1),
             }
         ),
+        "metrics_waits": _wait_times(con, names),
+        "metrics_tasks": _per_task(con, names),
         "metrics_blame": blame,
     }
     for name, table in tables.items():
@@ -185,16 +226,107 @@ def compute(con) -> dict[str, pa.Table]:
     return tables
 
 
+def _wait_times(con, names: list[str]) -> pa.Table:
+    waits = con.sql("SELECT resource, dur FROM waits").to_arrow_table()
+    counts, quant, hist = hold_time(
+        _codes(waits.column("resource"), names), waits.column("dur").to_numpy(), len(names)
+    )
+    return pa.table(
+        {
+            "resource": names,
+            "waits": counts,
+            "p50_ns": quant[:, 0],
+            "p90_ns": quant[:, 1],
+            "p99_ns": quant[:, 2],
+            "max_ns": quant[:, 3],
+            "histogram": pa.array(hist.tolist(), pa.list_(pa.int64())),
+        }
+    )
+
+
+def _per_task(con, names: list[str]) -> pa.Table:
+    """``metrics_tasks``: bincounts per (resource, task) pair, the wait quantiles by the
+    hold-time kernel keyed by pair, and the shares by ``gigi.metrics.tasks``."""
+    w = con.sql("SELECT resource, task, ts, end_ts, dur FROM waits").to_arrow_table()
+    h = con.sql(f"""
+        SELECT h.resource, h.task, h.acquire_ts, {HELD_UNTIL} AS end_ts, h.hold_ns, h.amount
+        FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
+    """).to_arrow_table()
+    e = con.sql("SELECT resource, task, kind, ts, amount FROM events WHERE kind IN (1, 2)")
+    e = e.to_arrow_table()
+    parts = [w, h, e]
+    res = [_codes(t.column("resource"), names) for t in parts]
+    task = [t.column("task").to_numpy() for t in parts]
+    uniq_task, task_code = np.unique(np.concatenate(task), return_inverse=True)
+    key = task_code.reshape(-1) * len(names) + np.concatenate(res)
+    uniq_key, pair = np.unique(key, return_inverse=True)
+    pair = pair.reshape(-1)
+    n = len(uniq_key)
+    pw, ph, pe = np.split(pair, np.cumsum([len(w), len(h)]))
+    res_of_pair = uniq_key % max(len(names), 1)
+    kind = e.column("kind").to_numpy()
+    amount = e.column("amount").to_numpy()
+    acq, use = kind == 1, kind == 2
+
+    def count(p, weights=None):
+        return np.bincount(p, weights, minlength=n).astype(np.int64)
+
+    dur = w.column("dur").to_numpy()
+    wait_max = np.zeros(n, np.int64)
+    np.maximum.at(wait_max, pw, dur)
+    _, wq, _ = hold_time(pw, dur, n, histogram=False)
+    held, used_during = task_shares(
+        *boundaries(
+            {"pair": pw, "start": w.column("ts").to_numpy(), "end": w.column("end_ts").to_numpy()},
+            {
+                "pair": ph,
+                "start": h.column("acquire_ts").to_numpy(),
+                "end": h.column("end_ts").to_numpy(),
+                "amount": h.column("amount").to_numpy(),
+            },
+            {"pair": pe[use], "ts": e.column("ts").to_numpy()[use], "amount": amount[use]},
+        ),
+        res_of_pair,
+        len(names),
+    )
+    acquired, used = count(pe[acq], amount[acq]), count(pe[use], amount[use])
+
+    def share(x):
+        total = np.bincount(res_of_pair, x, minlength=len(names))[res_of_pair]
+        return pa.array(np.where(total > 0, x / np.maximum(total, 1), 0.0), mask=total == 0)
+
+    return pa.table(
+        {
+            "resource": pa.array(np.array(names, dtype=object)[res_of_pair].tolist(), pa.string())
+            if n
+            else pa.array([], pa.string()),
+            "task": uniq_task[uniq_key // max(len(names), 1)].astype(np.int64),
+            "waits": count(pw),
+            "wait_ns": count(pw, dur),
+            "wait_max_ns": wait_max,
+            "wait_p50_ns": wq[:, 0],
+            "wait_p99_ns": wq[:, 2],
+            "acquires": count(pe[acq]),
+            "acquired": acquired,
+            "used": used,
+            "utilization": pa.array(
+                np.where(acquired > 0, used / np.maximum(acquired, 1), 0.0), mask=acquired == 0
+            ),
+            "holds": count(ph),
+            "hold_ns": count(ph, h.column("hold_ns").to_numpy()),
+            "held_while_others_waited": held,
+            "hold_share": share(held),
+            "used_while_others_waited": used_during,
+            "use_share": share(used_during),
+        }
+    )
+
+
 def _blame(con, names: list[str]):
     waits = con.sql("SELECT resource, object, task, ts, end_ts, seq FROM waits").to_arrow_table()
-    holders = con.sql("""
-        -- A task that has ended blocks nobody in the blame: a hold that outlives its task
-        -- has most often lost its RELEASE (or been paired with a stranger's by the lost one),
-        -- and a real leak is the leak detector's finding.
-        SELECT h.resource, h.object, h.task, h.acquire_ts AS start,
-               CASE WHEN h.outlived_task
-                    THEN greatest(least(h.acquire_ts + h.hold_ns, t."end"), h.acquire_ts)
-                    ELSE h.acquire_ts + h.hold_ns END AS "end",
+    holders = con.sql(f"""
+        -- a task that has ended blocks nobody (see HELD_UNTIL)
+        SELECT h.resource, h.object, h.task, h.acquire_ts AS start, {HELD_UNTIL} AS "end",
                h.amount
         FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
         UNION ALL

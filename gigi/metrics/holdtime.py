@@ -17,14 +17,14 @@ def _kernel():
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def hold_time(res, hold_ns, n_res, percents):
+    def hold_time(res, hold_ns, n_res, percents, buckets):
         order = np.argsort(hold_ns, kind="mergesort")  # by hold time ...
         order = order[np.argsort(res[order], kind="mergesort")]  # ... then by resource
         counts = np.zeros(n_res, np.int64)
         for i in range(res.shape[0]):
             counts[res[i]] += 1
         quant = np.zeros((n_res, percents.shape[0] + 1), np.int64)  # quantiles, then max
-        hist = np.zeros((n_res, BUCKETS), np.int64)
+        hist = np.zeros((n_res, buckets), np.int64)
         start = 0
         for r in range(n_res):
             n = counts[r]
@@ -34,10 +34,10 @@ def _kernel():
                     quant[r, j] = hold_ns[order[start + k]]
             if n > 0:
                 quant[r, percents.shape[0]] = hold_ns[order[start + n - 1]]
-            for i in range(start, start + n):
+            for i in range(start, start + n if buckets else start):
                 h = hold_ns[order[i]]
                 b = 0
-                while h > 0 and b < BUCKETS - 1:
+                while h > 0 and b < buckets - 1:
                     h >>= 1
                     b += 1
                 hist[r, b] += 1
@@ -50,8 +50,10 @@ def _kernel():
 _HOLD_TIME = None
 
 
-def hold_time(res, hold_ns, n_res: int):
-    """Per resource code: hold count, quantiles (``PERCENTS``) and max, log2 histogram."""
+def hold_time(res, hold_ns, n_res: int, histogram: bool = True):
+    """Per group code (a resource, or a resource and task): count, quantiles (``PERCENTS``)
+    and max, and the log2 histogram (no columns when ``histogram`` is false). Serves holds
+    and waits alike."""
     global _HOLD_TIME
     if _HOLD_TIME is None:
         _HOLD_TIME = _kernel()
@@ -60,4 +62,5 @@ def hold_time(res, hold_ns, n_res: int):
         np.ascontiguousarray(hold_ns, dtype=np.int64),
         n_res,
         np.array(PERCENTS, dtype=np.int64),
+        BUCKETS if histogram else 0,
     )

@@ -331,6 +331,143 @@ def _llama_kv_leak(seconds: float) -> None:
     _run_threads(*(slot(n) for n in range(3)), stop_after=seconds)
 
 
+class _Scoreboard:
+    """httpd's scoreboard: numbered worker slots (the objects); takers wait for any free one."""
+
+    def __init__(self, resource: str, slots: int) -> None:
+        self.res = gp.resource(resource, capacity=slots, unit="slots", sharing="pool")
+        self.free = list(range(1, slots + 1))
+        self.cond = threading.Condition()
+
+    def take(self, stop: threading.Event) -> int | None:
+        with self.cond:
+            if not self.free:
+                with self.res.wait(0):
+                    while not self.free:
+                        if stop.is_set():
+                            return None
+                        self.cond.wait(0.01)
+            slot = self.free.pop()
+        self.res.acquire(slot)
+        return slot
+
+    def give_back(self, slot: int) -> None:
+        self.res.release(slot)
+        with self.cond:
+            self.free.append(slot)
+            self.cond.notify()
+
+
+def _httpd_slowloris(seconds: float) -> None:
+    """httpd prefork/worker MPM under slow clients (the Slowloris shape): each slow connection
+    keeps a worker slot for as long as it trickles its headers in, doing almost no work in
+    it, while real requests queue for a slot. The policy (a slot per connection, however
+    idle) is at fault: the event MPM or mod_reqtimeout frees the slot."""
+    board = _Scoreboard("httpd.worker_slots", 6)
+
+    def slow_client(n):
+        def run(stop):
+            i = 0
+            while not stop.is_set():
+                i += 1
+                with gp.task(f"slow client {n}: GET / (headers a byte at a time)"):
+                    slot = board.take(stop)
+                    if slot is None:
+                        break
+                    # a header line now and then, never a whole request: the worker has
+                    # nothing to process (no USE) and the slot idles until the timeout
+                    stop.wait(0.4)
+                    board.give_back(slot)
+
+        return run
+
+    def client(n):
+        def run(stop):
+            time.sleep(0.05)
+            i = 0
+            while not stop.is_set():
+                i += 1
+                with gp.task(f"client {n}: GET /index.html #{i}"):
+                    slot = board.take(stop)
+                    if slot is None:
+                        break
+                    board.res.use(slot, 1)
+                    time.sleep(0.002)
+                    board.give_back(slot)
+                time.sleep(0.003)
+
+        return run
+
+    _run_threads(
+        *(slow_client(n) for n in range(5)), *(client(n) for n in range(4)), stop_after=seconds
+    )
+
+
+def _httpd_use_after_release(seconds: float) -> None:
+    """An httpd filter keeps writing to a bucket brigade's buffer after handing it back to the
+    connection's allocator (the shape of httpd's use-after-free reports in its filters and
+    mod_http2): the buffer may already belong to another request."""
+    bufs = _Lock("httpd.brigade_buffer")
+    rng = random.Random(3)
+
+    def worker(n):
+        def run(stop):
+            i = 0
+            while not stop.is_set():
+                i += 1
+                buf = rng.randint(1, 40)
+                late = n == 0 and i % 3 == 0  # the faulty filter, on some responses
+                name = f"worker {n}: " + ("deflate filter flush" if late else f"GET /{i}")
+                with gp.task(name):
+                    bufs.acquire(buf)
+                    bufs.res.use(buf, 1)
+                    time.sleep(0.001)
+                    bufs.release(buf)
+                    if late:  # the bug: the trailer goes into the buffer it gave back
+                        bufs.res.use(buf, 1)
+                time.sleep(0.002)
+
+        return run
+
+    _run_threads(*(worker(n) for n in range(3)), stop_after=seconds)
+
+
+def _llama_long_context(seconds: float) -> None:
+    """llama.cpp server with a unified KV cache: one request with a huge context takes most of
+    the cells for its whole generation, and the short chat requests wait for cells. Cells
+    are tagged with their slot's sequence (the object: seq_id + 1, as 0 means the whole
+    cache); a chat waits for cells of any sequence."""
+    kv = _Pool("llama.kv_cache", 512, "cells")
+
+    def long_request(stop):
+        time.sleep(0.05)
+        with gp.task("slot 0: summarize 400-page document (n_ctx 448)"):
+            for _ in range(14):  # prompt processing takes cells one ubatch at a time
+                if not kv.acquire(32, stop, obj=1):
+                    return
+                kv.res.use(1, 32)
+            while not stop.wait(0.01):  # decoding token after token, using its cells
+                kv.res.use(1, 448)
+            kv.release(448, obj=1)
+
+    def chat(n):
+        def run(stop):
+            i = 0
+            while not stop.is_set():
+                i += 1
+                with gp.task(f"slot {n}: chat completion #{i}"):
+                    if not kv.acquire(48, stop, obj=n + 1):
+                        break
+                    kv.res.use(n + 1, 48)
+                    time.sleep(0.004)
+                    kv.release(48, obj=n + 1)
+                time.sleep(0.001)
+
+        return run
+
+    _run_threads(long_request, *(chat(n) for n in range(1, 5)), stop_after=seconds)
+
+
 def _pg_wal_buffers(seconds: float) -> None:
     """PostgreSQL wal_buffers too small for the write load: every writer waits for space."""
     wal = _Pool("pg.wal_buffers", 16, "pages")
@@ -489,6 +626,24 @@ ALL = [
         "MySQL query cache: entries invalidated before they are ever hit",
         Truth("mysql.query_cache", "inefficient_policy", "SELECT"),
         _query_cache_invalidated,
+    ),
+    Scenario(
+        "httpd-slowloris",
+        "httpd: slow clients keep worker slots they barely use while requests queue",
+        Truth("httpd.worker_slots", "inefficient_policy", "slow client"),
+        _httpd_slowloris,
+    ),
+    Scenario(
+        "httpd-use-after-release",
+        "httpd: a filter writes to a brigade buffer after giving it back",
+        Truth("httpd.brigade_buffer", "inconsistent_state", "worker 0: deflate"),
+        _httpd_use_after_release,
+    ),
+    Scenario(
+        "llama-long-context",
+        "llama.cpp server: one huge-context request holds most KV cells; chats wait",
+        Truth("llama.kv_cache", "contention", "slot 0: summarize"),
+        _llama_long_context,
     ),
     Scenario("healthy-engine", "The engine without the long transaction", None, _undo_healthy, 2.5),
     Scenario("healthy-row-locks", "Short transactions on hot rows", None, _healthy_locks),

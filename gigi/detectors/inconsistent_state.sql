@@ -1,0 +1,78 @@
+-- detector: inconsistent_state
+-- failure_mode: inconsistent_state
+-- meaning: the events contradict the resource's own rules: a task used an object after it
+--   had released it (and before acquiring it again), a task released an object twice with
+--   no ACQUIRE of it by anyone between, or more units were outstanding than the declared
+--   capacity by far more than lost events could explain. The program's use of the resource,
+--   or its accounting of it, is wrong; the culprits are the tasks that broke the rule.
+-- param inconsistent_min_events: contradicting USEs and RELEASEs before they count (default 3)
+-- param inconsistent_min_share: those as a share of the resource's USEs and RELEASEs (default 0.01)
+WITH ordered AS (
+    -- per event on an object: what the same task did to the same object before it
+    SELECT resource, object, task, kind, seq,
+           coalesce(sum(CASE kind WHEN 1 THEN amount WHEN 3 THEN -amount ELSE 0 END) OVER mine,
+                    0) AS task_units,
+           last_value(CASE WHEN kind IN (1, 3) THEN kind END IGNORE NULLS) OVER mine AS task_last,
+           last_value(CASE WHEN kind = 3 THEN seq END IGNORE NULLS) OVER mine AS task_release,
+           count(*) FILTER (WHERE kind = 1) OVER mine AS task_acquires,
+           max(CASE WHEN kind = 1 THEN seq END) OVER (
+               PARTITION BY resource, object ORDER BY seq
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS any_acquire
+    FROM events
+    WHERE object <> 0 AND kind IN (1, 2, 3)
+    WINDOW mine AS (PARTITION BY resource, object, task ORDER BY seq
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+), broken AS (
+    -- the task had acquired the object, its last word on it was a RELEASE, and it holds
+    -- none of it now (a reclaimer that releases what others took is not judged here: an
+    -- ACQUIRE lost between two of its RELEASEs would look the same)
+    SELECT resource, task,
+           count(*) FILTER (WHERE kind = 2) AS uses_after_release,
+           count(*) FILTER (WHERE kind = 3) AS double_releases
+    FROM ordered
+    WHERE task_acquires > 0 AND task_last = 3 AND task_units <= 0
+        AND (kind = 2 OR (kind = 3 AND coalesce(any_acquire, -1) < task_release))
+    GROUP BY ALL
+), per_resource AS (
+    SELECT resource, sum(uses_after_release) AS uar, sum(double_releases) AS dr,
+           list(task ORDER BY uses_after_release + double_releases DESC, task)[:20]
+               AS culprit_tasks
+    FROM broken GROUP BY resource
+), scored AS (
+    SELECT m.resource, m.capacity, m.peak, coalesce(p.uar, 0) AS uar, coalesce(p.dr, 0) AS dr,
+           coalesce(p.culprit_tasks, []::BIGINT[]) AS culprit_tasks,
+           sqrt(2.0 * m.acquires) * m.acquired / greatest(m.acquires, 1) AS noise,
+           CASE WHEN coalesce(p.uar, 0) + coalesce(p.dr, 0)
+                         >= getvariable('inconsistent_min_events')
+                     AND coalesce(p.uar, 0) + coalesce(p.dr, 0)
+                         >= getvariable('inconsistent_min_share') * (m.uses + m.releases)
+                THEN least(1.0, 0.5 + (p.uar + p.dr)
+                                      / (4.0 * getvariable('inconsistent_min_events')))
+                ELSE 0.0 END AS rule_score,
+           -- lost RELEASEs move the count by about sqrt(2 x ACQUIREs) x the units of one
+           CASE WHEN m.capacity > 0 AND m.peak > m.capacity
+                     + 2.0 * sqrt(2.0 * m.acquires) * m.acquired / greatest(m.acquires, 1)
+                THEN least(1.0, (m.peak - m.capacity)
+                                / (4.0 * sqrt(2.0 * m.acquires) * m.acquired
+                                   / greatest(m.acquires, 1)))
+                ELSE 0.0 END AS count_score
+    FROM metrics_resources AS m LEFT JOIN per_resource AS p USING (resource)
+)
+SELECT
+    resource,
+    greatest(rule_score, count_score) AS score,
+    CASE WHEN rule_score > 0 THEN culprit_tasks ELSE []::BIGINT[] END AS culprit_tasks,
+    []::BIGINT[] AS victim_tasks,
+    to_json({
+        'uses_after_release': uar, 'double_releases': dr, 'capacity': capacity,
+        'peak_outstanding': peak, 'lost_event_allowance': round(noise, 1)
+    })::VARCHAR AS evidence,
+    concat_ws('; ',
+        CASE WHEN rule_score > 0
+             THEN printf('%d USE(s) of %s after the same task released the object, and %d repeated RELEASE(s)',
+                         uar, resource, dr) END,
+        CASE WHEN count_score > 0
+             THEN printf('%d unit(s) of %s outstanding at once against a capacity of %d',
+                         peak, resource, capacity) END) AS summary
+FROM scored
+WHERE greatest(rule_score, count_score) > 0;
