@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from gigi.detectors import COLUMNS, Detector, load
+from gigi.diagnosis._stages import Stages
 from gigi.errors import DetectorError, IngestError, did_you_mean
 from gigi.ingest import StoreEntry, locate
 from gigi.schema import KIND_NAMES, SITES, normalize_batch
@@ -67,6 +68,7 @@ class Diagnosis:
     findings: list[Finding]
     entry: StoreEntry
     con: object = field(repr=False, default=None)
+    stages: Stages = field(repr=False, default_factory=Stages)
 
     def to_json(self) -> dict:
         return {
@@ -266,16 +268,21 @@ def diagnose(
     values.update({k: float(v) for k, v in (params or {}).items()})
     for name, value in values.items():
         con.execute(f"SET VARIABLE {name} = {float(value)!r}")
-    compute(con)
-    findings = [f for det in dets for f in _run_detector(con, det)]
-    findings = _dedupe([f for f in findings if f.score >= threshold])
-    _link(con, findings)
-    ranked = _rank(findings)
-    sites_view = "sites"
-    if sites is not None:
-        con.register("sites_given", _load_sites(Path(sites)))
-        sites_view = "sites_given"
-    for f in ranked:
-        f.sites = _sites(con, f, sites_view)
+    stages = Stages()
+    compute(con, stages)
+    findings = []
+    for det in dets:
+        with stages(f"detector {det.name}"):
+            findings += _run_detector(con, det)
+    with stages("rank, link and sites"):
+        findings = _dedupe([f for f in findings if f.score >= threshold])
+        _link(con, findings)
+        ranked = _rank(findings)
+        sites_view = "sites"
+        if sites is not None:
+            con.register("sites_given", _load_sites(Path(sites)))
+            sites_view = "sites_given"
+        for f in ranked:
+            f.sites = _sites(con, f, sites_view)
     m = entry.manifest
-    return Diagnosis(m.trace_id, m.events, m.dropped, ranked, entry, con)
+    return Diagnosis(m.trace_id, m.events, m.dropped, ranked, entry, con, stages)

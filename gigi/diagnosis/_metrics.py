@@ -17,11 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gigi.diagnosis._stages import Stages
 from gigi.metrics.attribution import Intervals, attribute_fast
 from gigi.metrics.growth import growth
 from gigi.metrics.holdtime import hold_time
 from gigi.metrics.tasks import boundaries, task_shares
-from gigi.metrics.totals import TOTALS, resource_totals
+from gigi.metrics.totals import TOTALS, Totals
 
 WINDOWS = 50
 # Until when a hold keeps others out, for the blame and the shares: a hold that outlives its
@@ -131,28 +132,18 @@ def _codes(column: pa.ChunkedArray | pa.Array, names: list[str]) -> np.ndarray:
     return local[enc.indices.to_numpy()] if len(local) else np.zeros(len(column), np.int64)
 
 
-def compute(con) -> dict[str, pa.Table]:
-    """Run the kernels over the trace behind ``con`` and register the ``metrics_*`` tables."""
+def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
+    """Run the kernels over the trace behind ``con`` and register the ``metrics_*`` tables
+    (each stage timed into ``stages`` when given)."""
+    stage = stages or Stages()
     resources = con.sql("SELECT resource, capacity, sharing FROM resources ORDER BY resource")
     resources = resources.to_arrow_table()
     names = resources.column("resource").to_pylist()
     start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]
-    ev = con.sql(
-        "SELECT kind, resource, amount, ts, coalesce(dur, -1) AS dur FROM events ORDER BY seq"
-    ).to_arrow_table()
-    totals, level, rate = resource_totals(
-        ev.column("kind").to_numpy(),
-        _codes(ev.column("resource"), names),
-        ev.column("amount").to_numpy(),
-        ev.column("ts").to_numpy(),
-        ev.column("dur").to_numpy(),
-        len(names),
-        start,
-        end,
-        WINDOWS,
-    )
-    del ev
-    blame = _blame(con, names)
+    with stage("totals: events, outstanding, rates"):
+        totals, level, rate = _totals(con, names, start, end)
+    with stage("blame: attribution over waits and holds"):
+        blame = _blame(con, names)
     per_res = {
         row["resource"]: row
         for row in blame.group_by("resource")
@@ -191,10 +182,16 @@ def compute(con) -> dict[str, pa.Table]:
         cols["unattributed_ns"].append(max(t["wait_ns"] - blamed, 0))
         cols["victims"].append(int(mine["victim_count_distinct"]))
         cols["trace_ns"].append(span)
-    holds = con.sql("SELECT resource, hold_ns FROM holds").to_arrow_table()
-    counts, quant, hist = hold_time(
-        _codes(holds.column("resource"), names), holds.column("hold_ns").to_numpy(), len(names)
-    )
+    with stage("holds: hold-time distribution"):
+        holds = con.sql("SELECT resource, hold_ns FROM holds").to_arrow_table()
+        counts, quant, hist = hold_time(
+            _codes(holds.column("resource"), names), holds.column("hold_ns").to_numpy(), len(names)
+        )
+        del holds
+    with stage("waits: wait-time distribution"):
+        waits = _wait_times(con, names)
+    with stage("tasks: per-task shares"):
+        per_task = _per_task(con, names)
     tables = {
         "metrics_resources": pa.table(cols),
         "metrics_holds": pa.table(
@@ -217,13 +214,30 @@ def compute(con) -> dict[str, pa.Table]:
                 "acquires": rate.reshape(-1),
             }
         ),
-        "metrics_waits": _wait_times(con, names),
-        "metrics_tasks": _per_task(con, names),
+        "metrics_waits": waits,
+        "metrics_tasks": per_task,
         "metrics_blame": blame,
     }
     for name, table in tables.items():
         con.register(name, table)
     return tables
+
+
+def _totals(con, names: list[str], start: int, end: int, batch_rows: int = 1 << 20):
+    """The totals kernel over the events in trace order, one batch at a time."""
+    totals = Totals(len(names), start, end, WINDOWS)
+    reader = con.sql(
+        "SELECT kind, resource, amount, ts, coalesce(dur, -1) AS dur FROM events ORDER BY seq"
+    ).to_arrow_reader(batch_rows)
+    for b in reader:
+        totals.add(
+            b.column(0).to_numpy(zero_copy_only=False),
+            _codes(b.column(1), names),
+            b.column(2).to_numpy(zero_copy_only=False),
+            b.column(3).to_numpy(zero_copy_only=False),
+            b.column(4).to_numpy(zero_copy_only=False),
+        )
+    return totals.result()
 
 
 def _wait_times(con, names: list[str]) -> pa.Table:
@@ -363,21 +377,16 @@ def _blame(con, names: list[str]):
         np.zeros(holders.num_rows, np.int64),
         holders.column("object").to_numpy(),
     )
-    rows = attribute_fast(w, h)
-    keys = list(METRICS_DOC["metrics_blame"])
-    if not rows:
-        return pa.table(
-            {k: pa.array([], pa.string() if "resource" in k else pa.int64()) for k in keys}
-        )
-    wait_seq, res, victim, culprit, culprit_res, depth, blame_ns = zip(*rows, strict=True)
+    b = attribute_fast(w, h)
+    labels = pa.array(names, pa.string())
     return pa.table(
         {
-            "wait_seq": pa.array(wait_seq, pa.int64()),
-            "resource": pa.array([names[r] for r in res]),
-            "victim": pa.array(victim, pa.int64()),
-            "culprit": pa.array(culprit, pa.int64()),
-            "culprit_resource": pa.array([names[r] for r in culprit_res]),
-            "depth": pa.array(depth, pa.int64()),
-            "blame_ns": pa.array(np.round(blame_ns).astype(np.int64)),
+            "wait_seq": b.wait_seq,
+            "resource": labels.take(b.resource),
+            "victim": b.victim,
+            "culprit": b.culprit,
+            "culprit_resource": labels.take(b.culprit_resource),
+            "depth": b.depth,
+            "blame_ns": np.round(b.blame_ns).astype(np.int64),
         }
     )

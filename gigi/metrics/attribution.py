@@ -50,15 +50,17 @@ def _keys(waits: Intervals, holders: Intervals):
 
     res = np.concatenate([waits.resource, holders.resource]).astype(np.int64)
     ob = np.concatenate([obj(waits), obj(holders)]).astype(np.int64)
-    pairs = np.stack([res, ob], axis=1) if len(res) else np.zeros((0, 2), np.int64)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    # one 1-D key per (resource, object): objects numbered first, as they may be any int64
+    obj_values, obj_code = np.unique(ob, return_inverse=True)
+    n_res = int(res.max()) + 1 if len(res) else 1
+    uniq, inverse = np.unique(obj_code.reshape(-1) * n_res + res, return_inverse=True)
     inverse = inverse.reshape(-1)
     n = len(waits)
     return (
         inverse[:n].astype(np.int64),
         inverse[n:].astype(np.int64),
-        uniq[:, 0].astype(np.int64) if len(uniq) else np.zeros(0, np.int64),
-        uniq[:, 1].astype(np.int64) if len(uniq) else np.zeros(0, np.int64),
+        (uniq % n_res).astype(np.int64),
+        obj_values[uniq // n_res].astype(np.int64) if len(uniq) else np.zeros(0, np.int64),
     )
 
 
@@ -162,8 +164,9 @@ def _points(waits: Intervals, holders: Intervals):
     )
 
 
-def attribute_fast(waits: Intervals, holders: Intervals) -> list[tuple]:
-    """``attribute``, as a numba sweep: the same rows (blame to within float rounding)."""
+def attribute_fast(waits: Intervals, holders: Intervals) -> Blame:
+    """``attribute``, as a numba sweep: the same rows (blame to within float rounding), as
+    arrays (``.rows()`` gives ``attribute``'s tuples)."""
     from gigi.metrics._attribution_kernel import sweep
 
     as64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
@@ -178,16 +181,31 @@ def attribute_fast(waits: Intervals, holders: Intervals) -> list[tuple]:
         as64(key_res),
         as64(key_obj),
     )
-    return [
-        (
-            int(waits.seq[wi]),
-            int(waits.resource[wi]),
-            int(waits.task[wi]),
-            int(ci),
-            int(ri),
-            int(di),
-            float(vi),
+    keep = v > 0
+    w, c, r, d, v = w[keep], c[keep], r[keep], d[keep], v[keep]
+    return Blame(as64(waits.seq)[w], as64(waits.resource)[w], as64(waits.task)[w], c, r, d, v)
+
+
+@dataclass
+class Blame:
+    """Blame rows as parallel arrays (``attribute``'s tuples, column by column)."""
+
+    wait_seq: np.ndarray
+    resource: np.ndarray
+    victim: np.ndarray
+    culprit: np.ndarray
+    culprit_resource: np.ndarray
+    depth: np.ndarray
+    blame_ns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.wait_seq)
+
+    def rows(self) -> list[tuple]:
+        return list(
+            zip(
+                *(x.tolist() for x in (self.wait_seq, self.resource, self.victim, self.culprit)),
+                *(x.tolist() for x in (self.culprit_resource, self.depth, self.blame_ns)),
+                strict=True,
+            )
         )
-        for wi, ci, ri, di, vi in zip(w, c, r, d, v, strict=True)
-        if vi > 0
-    ]

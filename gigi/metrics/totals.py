@@ -30,16 +30,13 @@ def _kernel():
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def resource_totals(kind, res, amount, ts, dur, n_res, start, end, windows):
-        out = np.zeros((n_res, 11), np.int64)
-        outstanding = np.zeros(n_res, np.int64)
-        level = np.zeros((n_res, windows), np.int64)  # outstanding at each window's end
-        rate = np.zeros((n_res, windows), np.int64)  # ACQUIREs in each window
+    def step(kind, res, amount, ts, dur, start, end, out, outstanding, level, rate, w_cur):
+        """One batch of events, in trace order, into the running state; returns w_cur."""
+        windows = level.shape[1]
         span = max(end - start, 1)
-        w_cur = 0
         for i in range(kind.shape[0]):
             r, k, a = res[i], kind[i], amount[i]
-            w = min((ts[i] - start) * windows // span, windows - 1)
+            w = min(max(ts[i] - start, 0) * windows // span, windows - 1)
             while w_cur < w:  # close windows up to this event's
                 level[:, w_cur] = outstanding
                 w_cur += 1
@@ -61,24 +58,54 @@ def _kernel():
                 out[r, 7] += 1
                 out[r, 8] += a
                 outstanding[r] -= a
-        while w_cur < windows:
-            level[:, w_cur] = outstanding
-            w_cur += 1
-        out[:, 10] = outstanding
-        return out, level, rate
+        return w_cur
 
-    return resource_totals
+    return step
 
 
-_RESOURCE_TOTALS = None
+_STEP = None
+
+
+class Totals:
+    """The kernel's running state, fed batch by batch (``add``) in trace order, so a trace
+    of any length goes through in the memory of one batch; ``result()`` when done."""
+
+    def __init__(self, n_res: int, start: int, end: int, windows: int = 50) -> None:
+        global _STEP
+        if _STEP is None:
+            _STEP = _kernel()
+        self.start, self.end = start, end
+        self.out = np.zeros((n_res, len(TOTALS)), np.int64)
+        self.outstanding = np.zeros(n_res, np.int64)
+        self.level = np.zeros((n_res, windows), np.int64)  # outstanding at each window's end
+        self.rate = np.zeros((n_res, windows), np.int64)  # ACQUIREs in each window
+        self.w_cur = 0
+
+    def add(self, kind, res, amount, ts, dur) -> None:
+        as64 = [np.ascontiguousarray(x, dtype=np.int64) for x in (kind, res, amount, ts, dur)]
+        self.w_cur = _STEP(
+            *as64,
+            self.start,
+            self.end,
+            self.out,
+            self.outstanding,
+            self.level,
+            self.rate,
+            self.w_cur,
+        )
+
+    def result(self):
+        """``(totals, level, rate)``: per resource the TOTALS, outstanding at each window's
+        end, ACQUIREs per window."""
+        self.level[:, self.w_cur :] = self.outstanding[:, None]
+        self.out[:, 10] = self.outstanding
+        return self.out, self.level, self.rate
 
 
 def resource_totals(
     kind, res, amount, ts, dur, n_res: int, start: int, end: int, windows: int = 50
 ):
     """See the module docstring; ``dur`` is -1 for a wait still open at the end."""
-    global _RESOURCE_TOTALS
-    if _RESOURCE_TOTALS is None:
-        _RESOURCE_TOTALS = _kernel()
-    as64 = [np.ascontiguousarray(x, dtype=np.int64) for x in (kind, res, amount, ts, dur)]
-    return _RESOURCE_TOTALS(*as64, n_res, start, end, windows)
+    t = Totals(n_res, start, end, windows)
+    t.add(kind, res, amount, ts, dur)
+    return t.result()
