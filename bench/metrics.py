@@ -3,9 +3,11 @@
     python bench/metrics.py [--events 10000000] [--repeats 3]
 
 Builds the synthetic trace of bench/ingest.py, ingests it, loads the columns once, then times
-(median of the repeats): the numba per-resource totals kernel, its DuckDB SQL twin over the
-same store, and one numpy pass over the same columns (bincount of units by resource and kind:
-the memory-bandwidth reference); and the whole `diagnose`. Prints the ratios.
+(median of the repeats) each numba kernel, its DuckDB SQL twin over the same store, and one
+numpy pass over the same columns (a bincount: the memory-bandwidth reference): the
+per-resource totals, the hold-time and wait-time distributions, and the per-task shares
+(whose twin, a join of elementary time segments, runs on the first --twin-events events
+only; the ratio is then per event). Optionally the whole `diagnose`. Prints the ratios.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ingest import make_trace  # noqa: E402
 from gigi.diagnosis import diagnose  # noqa: E402
 from gigi.ingest import ingest  # noqa: E402
 from gigi.metrics import sql_twin  # noqa: E402
+from gigi.metrics.holdtime import hold_time  # noqa: E402
 from gigi.metrics.totals import resource_totals  # noqa: E402
 from gigi.queries import connect  # noqa: E402
 
@@ -39,10 +42,63 @@ def timed(fn, repeats: int) -> float:
     return statistics.median(runs)
 
 
+def _distributions(con, names, repeats):
+    from gigi.diagnosis._metrics import _codes
+
+    out = []
+    for label, view, col, twin in (
+        ("hold-time distribution", "holds", "hold_ns", "hold_time"),
+        ("wait-time distribution", "waits", "dur", "wait_time"),
+    ):
+        t = con.sql(f"SELECT resource, {col} FROM {view}").to_arrow_table()
+        res, ns = _codes(t.column("resource"), names), t.column(col).to_numpy()
+        hold_time(res[:10], ns[:10], len(names))
+        k = timed(lambda res=res, ns=ns: hold_time(res, ns, len(names)), repeats)
+        sql = sql_twin(twin)
+        q = timed(lambda sql=sql: con.sql(sql).fetchall(), repeats)
+        # quantiles need the values in order: one numpy sort is the reference pass
+        n = timed(lambda ns=ns: np.sort(ns), repeats)
+        out.append((label, k, q, n, 1.0))
+    return out
+
+
+def _shares(scratch: Path, twin_events: int, repeats: int):
+    """The per-task shares (pair codes, bincounts, the sort of the boundaries and the sweep)
+    on the whole trace's columns; its twin on a prefix of the trace, scaled per event."""
+    from gigi.diagnosis._metrics import HELD_UNTIL, _task_table
+
+    con = connect(scratch / "store")
+    names = [r for (r,) in con.sql("SELECT resource FROM resources ORDER BY 1").fetchall()]
+    w = con.sql("SELECT resource, task, ts, end_ts, dur FROM waits").to_arrow_table()
+    h = con.sql(f"""
+        SELECT h.resource, h.task, h.acquire_ts, {HELD_UNTIL} AS end_ts, h.hold_ns, h.amount
+        FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
+    """).to_arrow_table()
+    e = con.sql("SELECT resource, task, kind, ts, amount FROM events WHERE kind IN (1, 2)")
+    e = e.to_arrow_table()
+    _task_table(w.slice(0, 10), h.slice(0, 10), e.slice(0, 10), names)  # compile / load
+    k = timed(lambda: _task_table(w, h, e, names), repeats)
+    amount, start = h.column("amount").to_numpy(), h.column("acquire_ts").to_numpy()
+    end = h.column("end_ts").to_numpy()
+    n = timed(lambda: int((amount * (end - start)).sum()), repeats)  # unit-ns held, one pass
+    whole = con.sql("SELECT count(*) FROM events").fetchall()[0][0]
+    part = scratch / "prefix"
+    if not part.exists():
+        from gigi.ingest import ingest as _ingest
+
+        make_trace(part / "trace", twin_events)
+        _ingest(part / "trace", part / "store")
+    small = connect(part / "store")
+    sql = sql_twin("task_shares")
+    q = timed(lambda: small.sql(sql).fetchall(), 1)
+    return ("per-task shares", k, q, n, whole / twin_events)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--twin-events", type=int, default=200_000)
     ap.add_argument("--diagnose", action="store_true", help="also time the whole diagnose")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="gigi-bench-metrics-"))
@@ -80,11 +136,18 @@ def main() -> None:
             lambda: np.bincount(res * 4 + kind, weights=amount, minlength=4 * len(names)),
             args.repeats,
         )
+        rows = [("per-resource totals", k, q, n, 1.0)]
+        rows += _distributions(con, names, args.repeats)
+        rows.append(_shares(scratch, args.twin_events, args.repeats))
         d = timed(lambda: diagnose(scratch / "store"), 1) if args.diagnose else None
-        print(f"{args.events:,} events, {len(names)} resources")
-        print(f"numba totals kernel   {k:7.3f} s")
-        print(f"DuckDB SQL twin       {q:7.3f} s   twin / kernel {q / k:5.2f}x")
-        print(f"numpy single pass     {n:7.3f} s   kernel / numpy {k / n:5.2f}x")
+        print(f"{args.events:,} events, {len(names)} resources; medians of {args.repeats}")
+        head = f"{'kernel':24s} {'numba':>8s} {'SQL twin':>9s} {'numpy':>8s}"
+        print(f"{head}  twin/kernel  kernel/numpy")
+        for name, kern, twin, base, scale in rows:
+            print(
+                f"{name:24s} {kern:7.3f}s {twin:8.3f}s {base:7.3f}s  {twin * scale / kern:10.1f}x"
+                f"  {kern / base:11.2f}x"
+            )
         if d is not None:
             print(f"diagnose (all)        {d:7.3f} s")
     finally:

@@ -348,6 +348,78 @@ def _float(name: str, value: str) -> float:
         raise GigiError(f"--param {name}={value!r}: expected a number") from None
 
 
+@app.command(epilog="Example: gigi-query scan ./src --out ./sites")
+def scan(
+    src: Annotated[Path, typer.Argument(help="C/C++ source tree (or one file).")],
+    out: Annotated[Path, typer.Option(help="Folder for sites, resources and the report.")],
+    compile_commands: Annotated[
+        Path | None, typer.Option(help="compile_commands.json with each file's flags.")
+    ] = None,
+    llm: Annotated[
+        str | None, typer.Option(help="'openai': recall by an LLM instead of offline.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="LLM model (or GIGI_LLM_MODEL).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint (or OPENAI_BASE_URL).")
+    ] = None,
+    cache: Annotated[
+        Path | None, typer.Option(help="LLM response cache (default OUT/llm-cache).")
+    ] = None,
+    jobs: Annotated[int | None, typer.Option(help="Parser processes (default: cores).")] = None,
+) -> None:
+    """Find resources and their WAIT/ACQUIRE/USE/RELEASE sites; keep what verification confirms."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from gigi.scan import scan as run_scan
+    from gigi.scan import write
+
+    backend = None
+    if llm is not None:
+        if llm != "openai":
+            raise GigiError(f"unknown --llm {llm!r}, expected openai")
+        from gigi.scan._llm import LLMBackend
+
+        backend = LLMBackend(
+            model=model,
+            base_url=base_url,
+            cache_dir=cache or out / "llm-cache",
+            source_root=src if src.is_dir() else src.parent,
+        )
+    console = _stderr()
+    with Progress(
+        TextColumn("parsing"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} files"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("parse", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        result = run_scan(
+            src, compile_commands=compile_commands, backend=backend, jobs=jobs, progress=progress
+        )
+    report = write(result, out)
+    st = report["stats"]
+    typer.echo(
+        f"scanned {st['files']} files, {st['lines']:,} lines, {st['functions']} functions "
+        f"(parse {st['parse_s']:.1f} s); {st['diagnostics']} parse diagnostics"
+    )
+    typer.echo(
+        f"{len(report['resources'])} resources: "
+        + ", ".join(r["name"] for r in report["resources"])
+    )
+    for kind, k in report["kinds"].items():
+        typer.echo(
+            f"  {kind:8s} {k['candidates']:4d} candidates, {k['verified']:4d} verified, "
+            f"{len(k['rejected']):4d} rejected"
+        )
+    typer.echo(f"wrote {out / 'sites.parquet'}, resources.parquet, candidates.parquet, report.json")
+
+
 detectors_app = typer.Typer(
     help="The detectors diagnose runs.", no_args_is_help=True, rich_markup_mode=None
 )

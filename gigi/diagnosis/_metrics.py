@@ -267,14 +267,22 @@ def _per_task(con, names: list[str]) -> pa.Table:
         FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
     """).to_arrow_table()
     e = con.sql("SELECT resource, task, kind, ts, amount FROM events WHERE kind IN (1, 2)")
-    e = e.to_arrow_table()
+    return _task_table(w, h, e.to_arrow_table(), names)
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values (first seen first) and each value's index among them, by hashing."""
+    enc = pc.dictionary_encode(pa.array(values, pa.int64()))
+    return enc.dictionary.to_numpy(), enc.indices.to_numpy().astype(np.int64)
+
+
+def _task_table(w: pa.Table, h: pa.Table, e: pa.Table, names: list[str]) -> pa.Table:
+    """``metrics_tasks`` from the waits, holds and ACQUIRE/USE events (the kernels' part)."""
     parts = [w, h, e]
     res = [_codes(t.column("resource"), names) for t in parts]
     task = [t.column("task").to_numpy() for t in parts]
-    uniq_task, task_code = np.unique(np.concatenate(task), return_inverse=True)
-    key = task_code.reshape(-1) * len(names) + np.concatenate(res)
-    uniq_key, pair = np.unique(key, return_inverse=True)
-    pair = pair.reshape(-1)
+    uniq_task, task_code = _factorize(np.concatenate(task))
+    uniq_key, pair = _factorize(task_code * len(names) + np.concatenate(res))
     n = len(uniq_key)
     pw, ph, pe = np.split(pair, np.cumsum([len(w), len(h)]))
     res_of_pair = uniq_key % max(len(names), 1)
@@ -286,9 +294,7 @@ def _per_task(con, names: list[str]) -> pa.Table:
         return np.bincount(p, weights, minlength=n).astype(np.int64)
 
     dur = w.column("dur").to_numpy()
-    wait_max = np.zeros(n, np.int64)
-    np.maximum.at(wait_max, pw, dur)
-    _, wq, _ = hold_time(pw, dur, n, histogram=False)
+    _, wq, _ = hold_time(pw, dur, n, histogram=False)  # quantiles, then the max
     held, used_during = task_shares(
         *boundaries(
             {"pair": pw, "start": w.column("ts").to_numpy(), "end": w.column("end_ts").to_numpy()},
@@ -311,13 +317,11 @@ def _per_task(con, names: list[str]) -> pa.Table:
 
     return pa.table(
         {
-            "resource": pa.array(np.array(names, dtype=object)[res_of_pair].tolist(), pa.string())
-            if n
-            else pa.array([], pa.string()),
+            "resource": pa.array(names, pa.string()).take(res_of_pair),
             "task": uniq_task[uniq_key // max(len(names), 1)].astype(np.int64),
             "waits": count(pw),
             "wait_ns": count(pw, dur),
-            "wait_max_ns": wait_max,
+            "wait_max_ns": wq[:, 3],
             "wait_p50_ns": wq[:, 0],
             "wait_p99_ns": wq[:, 2],
             "acquires": count(pe[acq]),

@@ -108,5 +108,8 @@ def boundaries(waits: dict, holds: dict, uses: dict):
     )
     ones = np.ones(nw, np.int64)
     amount = np.concatenate([ones, holds["amount"], ones, holds["amount"], uses["amount"]])
-    order = np.lexsort((typ, ts))
+    if len(ts) and int(ts.max()) - int(ts.min()) < (2**63 - 1) // 8:
+        order = np.argsort((ts - ts.min()) * 8 + typ)  # one key: time, then type
+    else:
+        order = np.lexsort((typ, ts))
     return ts[order], typ[order], pair[order], amount[order]

@@ -1,0 +1,313 @@
+"""The offline recall: which records are resources (phase 1), and which events each function
+that touches one performs (phase 2), from names, types, comments and code patterns alone.
+
+Phase 1 scores a record by its members: a container of another record (an array, a pointer
+list, a std container) or a byte ring with head and tail; counters; a capacity; the
+synchronization that guards them; and its name and comment. Settings, statistics and wrappers
+are not resources, whatever they hold. Phase 2 proposes generously (the verifier prunes): WAIT
+for loops that block or back off, ACQUIRE for functions that hand out an object or units and
+take them, RELEASE for ones that give them back, USE for ones that work through an object of
+the resource or its data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gigi.scan._parse import Function, Member, Record
+
+RESOURCE_NAME = re.compile(
+    r"pool|cache|buf|frame|slot|scoreboard|log|wal|journal|lock|mdl|latch|queue|arena|free|lru"
+    r"|ring|page|conn|worker|txn|undo|kv",
+    re.I,
+)
+NOT_RESOURCE = re.compile(r"config|conf$|settings|option|stat|metric|wrapper|guard|util", re.I)
+COUNTER = re.compile(
+    r"^(n_|num_?|nr_)|count|used|usage|busy|free|refs?$|ref_?count|pin|head|tail|size|avail"
+    r"|in_use|inuse|outstanding|nslots|n_slots|charge|shared|exclusive",
+    re.I,
+)
+CAPACITY = re.compile(r"capacity|^size$|max|limit|n_?slots|total|cap_?$|^cap", re.I)
+SYNC = re.compile(r"mutex|cond|condition_variable|atomic|spinlock|sem_t|rwlock|std::mutex", re.I)
+BUFFER = re.compile(r"^(ring|buf|buffer|data|bytes|mem)", re.I)
+FLAG = re.compile(r"busy|in_use|inuse|used|exclusive|locked|pinned|owned|taken|held", re.I)
+LINK = re.compile(r"next|prev|link|lru_|_lru", re.I)
+# counts of what is left: lowering one takes units, raising it gives them back
+INVERSE = re.compile(r"free|avail|idle|remaining|left", re.I)
+
+
+def record_pattern(record: str) -> re.Pattern:
+    """A type that names the record: ``frame``, ``frame_t``, ``struct frame *``."""
+    return re.compile(rf"\b{re.escape(record)}(_t)?\b")
+
+
+def takes_units(a) -> bool:
+    member = a.target.split(".", 1)[1] if "." in a.target else a.target
+    return (a.op == "+=") != bool(INVERSE.search(member)) if a.op in ("+=", "-=") else False
+
+
+def gives_units(a) -> bool:
+    member = a.target.split(".", 1)[1] if "." in a.target else a.target
+    return (a.op == "-=") != bool(INVERSE.search(member)) if a.op in ("+=", "-=") else False
+
+
+ACQUIRE_NAME = re.compile(
+    r"get|acquire|alloc|checkout|claim|lookup|reserve|pin|fetch|insert|open|lock|take|grab"
+    r"|obtain|borrow|lease|new_",
+    re.I,
+)
+RELEASE_NAME = re.compile(
+    r"release|free|put|checkin|unpin|truncate|evict|unlock|close|drop|return|give|purge"
+    r"|dealloc|reclaim|discard|remove",
+    re.I,
+)
+BLOCKING = re.compile(
+    r"wait|sleep|nanosleep|sched_yield|yield|poll|select|futex|sem_wait|evict|flush|checkpoint"
+    r"|disk_|pread|pwrite|fsync|recv|read$|write$|backoff",
+    re.I,
+)
+
+
+SLEEPS = re.compile(r"wait|sleep|yield|futex|sem_wait", re.I)
+
+
+@dataclass
+class ResourceGuess:
+    name: str
+    file: str
+    line: int
+    sharing: str
+    unit: str
+    elements: list[str]  # records of the objects it hands out
+    score: float
+    reasons: list[str]
+    members: list[Member] = field(default_factory=list)  # its own and its objects' members
+
+
+@dataclass
+class Candidate:
+    """A proposed event site, before verification."""
+
+    file: str
+    function: str
+    line: int
+    kind: str  # WAIT, ACQUIRE, USE, RELEASE
+    resource: str
+    object_expr: str
+    amount_expr: str
+    origin: str
+    why: str
+
+
+def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
+    by_record: dict[str, list[Member]] = {}
+    for m in members:
+        by_record.setdefault(m.record, []).append(m)
+    out = []
+    for r in records:
+        ms = by_record.get(r.name, [])
+        score, why = 0.0, []
+        elements = sorted(
+            {
+                m.element
+                for m in ms
+                if m.element
+                and m.element != r.name
+                and not m.element.startswith(("pthread", "__", "std"))
+            }
+        )
+        names = [m.name for m in ms]
+        ring = any(BUFFER.match(n) for n in names) and {"head", "tail"} <= {
+            n.rstrip("_").lower() for n in names
+        }
+        std_container = any(
+            re.search(r"std::(list|map|unordered_map|vector|deque|set)", m.type) for m in ms
+        )
+        if elements or ring or std_container:
+            score += 2
+            why.append(
+                "holds "
+                + (", ".join(elements) if elements else "a byte ring" if ring else "a container")
+            )
+        if any(COUNTER.search(n) for n in names):
+            score += 1
+            why.append("counts what it hands out")
+        if any(CAPACITY.search(n) for n in names):
+            score += 1
+            why.append("has a capacity")
+        if any(SYNC.search(m.type) for m in ms):
+            score += 1
+            why.append("guarded by synchronization")
+        if RESOURCE_NAME.search(r.name) or RESOURCE_NAME.search(r.comment):
+            score += 1
+            why.append("named like a resource")
+        if NOT_RESOURCE.search(r.name):
+            score -= 3
+            why.append("named like settings, statistics or a wrapper")
+        if score < 4:
+            continue
+        low = (r.name + " " + r.comment).lower()
+        sharing = (
+            "log"
+            if re.search(r"log|wal|journal|ring", low) and not re.search(r"lock", low)
+            else "shared"
+            if re.search(r"lock|mdl|latch", low)
+            else "pool"
+        )
+        unit = (
+            "bytes"
+            if sharing == "log" or ring
+            else "locks"
+            if sharing == "shared"
+            else (elements[0] + "s")
+            if elements
+            else "units"
+        )
+        out.append(ResourceGuess(r.name, r.file, r.line, sharing, unit, elements, score, why))
+    for g in out:
+        g.members = [m for rec in [g.name, *g.elements] for m in by_record.get(rec, [])]
+    return out
+
+
+def owners(resources: list[ResourceGuess]) -> dict[str, str]:
+    """record name -> the resource it belongs to (the resource itself, or its objects)."""
+    out = {}
+    for g in resources:
+        for e in g.elements:
+            out.setdefault(e, g.name)
+    for g in resources:
+        out[g.name] = g.name
+    return out
+
+
+def resource_of(fn: Function, own: dict[str, str]) -> str | None:
+    """The resource a function works on: the one whose members (or whose objects' members)
+    it touches most; a method of the resource's class belongs to it."""
+    if fn.record in own and own[fn.record] == fn.record:
+        return fn.record
+    counts: dict[str, int] = {}
+    for a in fn.accesses:
+        if a.record in own:
+            counts[own[a.record]] = counts.get(own[a.record], 0) + 1
+    for t, _ in fn.params:
+        for rec, res in own.items():
+            if record_pattern(rec).search(t):
+                counts[res] = counts.get(res, 0) + 1
+    return max(counts, key=lambda k: (counts[k], k)) if counts else None
+
+
+def phase2(
+    fn: Function, resource: str, guess: ResourceGuess, own: dict[str, str]
+) -> list[Candidate]:
+    """Every event this function may perform on ``resource``."""
+    mine = {r for r, res in own.items() if res == resource}
+    out: list[Candidate] = []
+
+    def cand(kind, line, why, obj="", amount="1"):
+        out.append(Candidate(fn.file, fn.name, line, kind, resource, obj, amount, "heuristic", why))
+
+    short = fn.name.split("::")[-1]
+    for loop in fn.loops:
+        blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
+        if (
+            loop.form in ("for", "range-for")
+            and not loop.infinite
+            and not any(SLEEPS.search(c) for c in loop.body_calls)
+        ):
+            continue  # an iteration over the resource, not a retry
+        if blocking or loop.infinite:
+            cand("WAIT", loop.line, f"loop around {', '.join(blocking) or 'a retry'}")
+    takes = [
+        a
+        for a in fn.assigns
+        if takes_units(a)
+        and _member_of(a.target, mine)
+        or a.op == "="
+        and _member_of(a.target, mine)
+        and _truthy(a.text)
+    ]
+    cas = [
+        c
+        for c in fn.calls
+        if re.search(r"compare_exchange|cas|test_and_set|exchange", c.callee, re.I)
+    ]
+    returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(
+        _member_of(s, mine) for _, srcs, _ in fn.returns for s in srcs
+    )
+    if (takes or cas) and (returns_object or ACQUIRE_NAME.search(short)):
+        line = max([a.line for a in takes] + [c.line for c in cas])
+        amount = next(
+            (a.text.split("+=")[-1].strip() for a in takes if a.op == "+=" and "+=" in a.text), "1"
+        )
+        obj = next((srcs[0] for _, srcs, _ in fn.returns if srcs and srcs[0] in fn.locals), "")
+        cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
+    links = {f"{m.record}.{m.name}" for m in guess_members(guess) if m.element in mine}
+    gives = [
+        a
+        for a in fn.assigns
+        if gives_units(a)
+        and _member_of(a.target, mine)
+        or a.op == "="
+        and _member_of(a.target, mine)
+        and (
+            _falsy(a.text)
+            and FLAG.search(a.target.split(".", 1)[1])
+            or a.target in links
+            and any(s in {n for _, n in fn.params} for s in a.sources)
+            or a.target.split(".", 1)[1].rstrip("_") == "tail"
+        )
+    ]
+    frees = [c for c in fn.calls if re.search(r"^(free|.*_free|.*put|atomic_store.*)$", c.callee)]
+    deletes = [line for line, _ in fn.deletes]
+    objects = [
+        n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
+    ]
+    if (gives or frees or deletes) and (RELEASE_NAME.search(short) or gives):
+        line = max([a.line for a in gives] + [c.line for c in frees] + deletes)
+        cand("RELEASE", line, "gives units back", objects[-1] if objects else "")
+    data = [
+        a
+        for a in fn.accesses
+        if a.record in mine
+        and a.record != resource
+        and not _bookkeeping(a.member)
+        or a.record == resource
+        and BUFFER.match(a.member)
+    ]
+    if data:
+        cand(
+            "USE",
+            min(a.line for a in data),
+            "works through the resource's data",
+            objects[0] if objects else "",
+        )
+    return out
+
+
+def _bookkeeping(member: str) -> bool:
+    """Counters, flags and links: the resource's accounting, not its data."""
+    return bool(
+        COUNTER.search(member)
+        or FLAG.search(member)
+        or LINK.search(member)
+        or CAPACITY.search(member)
+    )
+
+
+def guess_members(guess: ResourceGuess) -> list[Member]:
+    return guess.members
+
+
+def _member_of(target: str, records: set[str]) -> bool:
+    return "." in target and target.split(".", 1)[0] in records
+
+
+def _truthy(text: str) -> bool:
+    rhs = text.split("=", 1)[-1].strip()
+    return rhs in ("true", "1") or rhs.endswith(("true", "= 1"))
+
+
+def _falsy(text: str) -> bool:
+    rhs = text.split("=", 1)[-1].strip()
+    return rhs in ("false", "0", "NULL", "nullptr", "- 1")

@@ -1,0 +1,664 @@
+"""C/C++ source into a hierarchy of facts with libclang: file -> record -> member -> function
+-> code, one translation unit at a time (in worker processes, one per core).
+
+What is kept of a function body is what the recall and the verification reason over:
+member accesses (read, write, increment, decrement, address taken), loops with what their
+condition reads and what their body calls, calls with their line and enclosing loops,
+returns with what they are derived from, assignments between locals and members, and
+deletes. Nothing later needs the AST again.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gigi.errors import GigiError
+
+SOURCE_SUFFIXES = {".c": "c", ".h": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".hpp": "c++"}
+
+
+class ScanError(GigiError, ValueError):
+    """The source tree or its compile flags cannot be scanned."""
+
+
+@dataclass
+class Access:
+    record: str  # the struct or class whose member it is
+    member: str
+    line: int
+    op: str  # read, write, inc, dec, addr
+    base: str  # the expression the member is taken of: "bp", "f", "this"
+
+
+@dataclass
+class Loop:
+    form: str  # while, do, for, range-for
+    line: int
+    end_line: int
+    infinite: bool
+    cond_members: list[str]  # record.member read by the condition
+    cond_calls: list[str]
+    body_calls: list[str]
+
+
+@dataclass
+class Call:
+    callee: str
+    line: int
+    loops: int  # how many loops enclose it
+    receiver: str  # record.member a method is called on ("" when none)
+    args: list[str]
+
+
+@dataclass
+class Assign:
+    line: int
+    target: str  # local name, or record.member
+    target_base: str
+    sources: list[str]  # locals and record.member read by the value
+    op: str  # "=", "+=", "-=", ...
+    text: str
+
+
+@dataclass
+class Function:
+    name: str  # qualified: Class::method
+    file: str
+    line: int
+    end_line: int
+    record: str  # owning class, "" for a free function
+    return_type: str
+    params: list[tuple[str, str]]  # (type, name)
+    comment: str
+    accesses: list[Access] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    assigns: list[Assign] = field(default_factory=list)
+    returns: list[tuple[int, list[str], str]] = field(default_factory=list)  # line, from, text
+    deletes: list[tuple[int, str]] = field(default_factory=list)
+    locals: dict[str, str] = field(default_factory=dict)  # name -> type
+    uses_after: dict[str, list[int]] = field(default_factory=dict)  # local -> lines referenced
+
+
+@dataclass
+class Member:
+    record: str
+    name: str
+    type: str
+    comment: str
+    line: int
+    element: str  # the record a pointer, array or container of it holds ("" when none)
+
+
+@dataclass
+class Record:
+    name: str
+    file: str
+    line: int
+    kind: str  # struct, class, union
+    comment: str
+
+
+@dataclass
+class Diagnostic:
+    file: str
+    line: int
+    severity: str
+    message: str
+
+
+@dataclass
+class Unit:
+    """What one translation unit gave."""
+
+    file: str
+    records: list[Record] = field(default_factory=list)
+    members: list[Member] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    lines: int = 0
+
+
+@functools.cache
+def builtin_include_dir() -> str | None:
+    """The compiler's own header directory (stddef.h, stdarg.h, stdatomic.h): the libclang
+    wheel lacks it, and without it types quietly become ``int``."""
+    for probe in (["clang", "-print-resource-dir"],):
+        if shutil.which(probe[0]):
+            out = subprocess.run(probe, capture_output=True, text=True).stdout.strip()
+            if out and Path(out, "include", "stddef.h").exists():
+                return str(Path(out, "include"))
+    for d in sorted(glob.glob("/usr/lib/llvm-*/lib/clang/*/include"), reverse=True):
+        if Path(d, "stddef.h").exists():
+            return d
+    for cc in ("cc", "gcc"):
+        if shutil.which(cc):
+            out = subprocess.run(
+                [cc, "-print-file-name=include"], capture_output=True, text=True
+            ).stdout.strip()
+            if out and Path(out, "stddef.h").exists():
+                return out
+    return None
+
+
+def default_flags(language: str) -> list[str]:
+    flags = ["-x", language, "-std=gnu11" if language == "c" else "-std=gnu++17"]
+    inc = builtin_include_dir()
+    if inc:
+        flags += ["-isystem", inc]
+    return flags
+
+
+def compile_flags(path: Path, root: Path, commands: dict[str, list[str]] | None) -> list[str]:
+    """The flags for one file: its compile_commands.json entry when there is one (compiler,
+    output and the file itself left out), else defaults; always the builtin headers."""
+    language = SOURCE_SUFFIXES.get(path.suffix, "c")
+    if commands and str(path.resolve()) in commands:
+        args = commands[str(path.resolve())]
+        keep: list[str] = []
+        skip = False
+        for a in args[1:]:
+            if skip:
+                skip = False
+                continue
+            if a in ("-o", "-c"):
+                skip = a == "-o"
+                continue
+            if a == str(path) or Path(a).name == path.name:
+                continue
+            keep.append(a)
+        inc = builtin_include_dir()
+        return keep + (["-isystem", inc] if inc else [])
+    return default_flags(language) + ["-I", str(path.parent), "-I", str(root)]
+
+
+def load_compile_commands(path: Path) -> dict[str, list[str]]:
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ScanError(f"{path}: not a compile_commands.json ({e})") from None
+    out = {}
+    for e in entries:
+        if not isinstance(e, dict) or "file" not in e:
+            raise ScanError(f"{path}: an entry without 'file'")
+        directory = Path(e.get("directory", "."))
+        file = (directory / e["file"]).resolve()
+        args = e.get("arguments") or shlex.split(e.get("command", ""))
+        args = [
+            a if not a.startswith("-I") or len(a) == 2 else _abs_include(a, directory) for a in args
+        ]
+        out[str(file)] = args
+    return out
+
+
+def _abs_include(flag: str, directory: Path) -> str:
+    p = Path(flag[2:])
+    return "-I" + str(p if p.is_absolute() else directory / p)
+
+
+def source_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise ScanError(f"{root}: no such source file or directory")
+    return sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+
+def parse_file(path: str, root: str, flags: list[str]) -> Unit:
+    """Parse one file and return its facts (top-level, so that worker processes can run it)."""
+    from clang import cindex as ci
+
+    index = ci.Index.create()
+    unit = Unit(file=os.path.relpath(path, root) if Path(path) != Path(root) else Path(path).name)
+    try:
+        tu = index.parse(
+            path, args=flags, options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES * 0
+        )
+    except ci.TranslationUnitLoadError as e:
+        unit.diagnostics.append(Diagnostic(unit.file, 0, "fatal", f"cannot parse: {e}"))
+        return unit
+    try:
+        unit.lines = Path(path).read_text(errors="replace").count("\n")
+    except OSError:
+        pass
+    for d in tu.diagnostics:
+        if d.severity >= ci.Diagnostic.Warning:
+            loc = d.location
+            unit.diagnostics.append(
+                Diagnostic(
+                    os.path.relpath(loc.file.name, root) if loc.file else unit.file,
+                    loc.line,
+                    {2: "warning", 3: "error", 4: "fatal"}.get(d.severity, "note"),
+                    d.spelling,
+                )
+            )
+    _Walker(ci, path, unit).walk(tu.cursor)
+    return unit
+
+
+class _Walker:
+    def __init__(self, ci, path: str, unit: Unit) -> None:
+        self.ci = ci
+        self.K = ci.CursorKind
+        self.path = os.path.realpath(path)
+        self.unit = unit
+        self.seen_records: set[str] = set()
+        try:
+            self.lines = Path(path).read_text(errors="replace").splitlines()
+        except OSError:
+            self.lines = []
+
+    def mine(self, c) -> bool:
+        f = c.location.file
+        return f is not None and os.path.realpath(f.name) == self.path
+
+    def walk(self, cursor) -> None:
+        K = self.K
+        for c in cursor.get_children():
+            if c.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
+                self.walk(c)
+                continue
+            if not self.mine(c):
+                continue
+            if c.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE):
+                self.record(c)
+            elif c.kind == K.TYPEDEF_DECL:
+                under = c.underlying_typedef_type.get_declaration()
+                if under.kind in (K.STRUCT_DECL, K.UNION_DECL) and under.is_definition():
+                    self.record(under, alias=c.spelling)
+            elif (
+                c.kind
+                in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.FUNCTION_TEMPLATE)
+                and c.is_definition()
+            ):
+                self.function(c)
+
+    # records and members
+
+    def record_name(self, decl) -> str:
+        """The name a record goes by: its tag, else its typedef."""
+        name = decl.spelling
+        if not name or name.startswith(("struct (", "(anonymous", "union (")):
+            return ""
+        return name
+
+    def record(self, c, alias: str = "") -> None:
+        K = self.K
+        name = self.record_name(c) or alias
+        if not name or not c.is_definition() or name in self.seen_records:
+            return
+        self.seen_records.add(name)
+        kind = {K.STRUCT_DECL: "struct", K.UNION_DECL: "union"}.get(c.kind, "class")
+        self.unit.records.append(Record(name, self.unit.file, c.location.line, kind, _comment(c)))
+        for m in c.get_children():
+            if m.kind == K.FIELD_DECL:
+                self.unit.members.append(
+                    Member(
+                        name,
+                        m.spelling,
+                        m.type.spelling,
+                        _comment(m),
+                        m.location.line,
+                        _element_of(self.ci, m.type),
+                    )
+                )
+            elif m.kind in (K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR) and m.is_definition():
+                self.function(m)
+            elif m.kind in (K.STRUCT_DECL, K.CLASS_DECL):
+                self.record(m)
+
+    # functions
+
+    def function(self, c) -> None:
+        K = self.K
+        parent = c.semantic_parent
+        owner = ""
+        if parent is not None and parent.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.CLASS_TEMPLATE):
+            owner = self.record_name(parent)
+        name = f"{owner}::{c.spelling}" if owner else c.spelling
+        fn = Function(
+            name=name,
+            file=self.unit.file,
+            line=c.extent.start.line,
+            end_line=c.extent.end.line,
+            record=owner,
+            return_type=c.result_type.spelling,
+            params=[(a.type.spelling, a.spelling) for a in c.get_arguments()],
+            comment=_comment(c),
+        )
+        for t, n in fn.params:
+            fn.locals[n] = t
+        body = next((x for x in c.get_children() if x.kind == K.COMPOUND_STMT), None)
+        if body is not None:
+            _Body(self.ci, fn, self.lines).visit(body, loops=0)
+        self.unit.functions.append(fn)
+
+
+class _Body:
+    """The facts of one function body."""
+
+    BLOCKING = (
+        "wait",
+        "sleep",
+        "usleep",
+        "nanosleep",
+        "sched_yield",
+        "poll",
+        "select",
+        "epoll_wait",
+        "futex",
+        "read",
+        "write",
+        "recv",
+        "send",
+        "pread",
+        "pwrite",
+        "fsync",
+        "evict",
+        "flush",
+        "checkpoint",
+        "yield",
+        "lock",
+        "sem_wait",
+        "disk_read",
+        "disk_write",
+    )
+
+    def __init__(self, ci, fn: Function, lines: list[str]) -> None:
+        self.ci = ci
+        self.K = ci.CursorKind
+        self.fn = fn
+        self.lines = lines
+
+    def visit(self, c, loops: int) -> None:
+        K = self.K
+        k = c.kind
+        if k in (K.WHILE_STMT, K.FOR_STMT, K.DO_STMT, K.CXX_FOR_RANGE_STMT):
+            self.loop(c, loops)
+            return
+        if k == K.VAR_DECL:
+            self.fn.locals[c.spelling] = c.type.spelling
+            init = [
+                x
+                for x in c.get_children()
+                if x.kind not in (K.TYPE_REF, K.NAMESPACE_REF, K.TEMPLATE_REF)
+            ]
+            if init:
+                self.fn.assigns.append(
+                    Assign(c.location.line, c.spelling, "", self.reads(init[-1]), "=", _text(c))
+                )
+        elif k == K.BINARY_OPERATOR or k == K.COMPOUND_ASSIGNMENT_OPERATOR:
+            op = _operator(c)
+            if op in ("=", "+=", "-=", "|=", "&=", "*=", "/="):
+                lhs, rhs = list(c.get_children())[:2]
+                target, base = self.target(lhs)
+                self.fn.assigns.append(
+                    Assign(c.location.line, target, base, self.reads(rhs), op, _text(c))
+                )
+                self.member_op(lhs, {"=": "write", "+=": "inc", "-=": "dec"}.get(op, "write"))
+        elif k == K.UNARY_OPERATOR:
+            op = _operator(c)
+            child = next(iter(c.get_children()), None)
+            if op in ("++", "--") and child is not None:
+                self.member_op(child, "inc" if op == "++" else "dec")
+                target, base = self.target(child)
+                self.fn.assigns.append(
+                    Assign(
+                        c.location.line,
+                        target,
+                        base,
+                        [target],
+                        "+=" if op == "++" else "-=",
+                        _text(c),
+                    )
+                )
+            elif op == "&" and child is not None:
+                self.member_op(child, "addr")
+        elif k == K.CALL_EXPR:
+            self.call(c, loops)
+            if (
+                c.spelling in ("operator=", "operator+=", "operator-=")
+                and len(list(c.get_arguments())) == 2
+            ):
+                lhs, rhs = list(c.get_arguments())
+                target, base = self.target(lhs)
+                op = c.spelling[len("operator") :]
+                self.fn.assigns.append(
+                    Assign(c.location.line, target, base, self.reads(rhs), op, _text(c))
+                )
+        elif k == K.UNEXPOSED_EXPR and c.location.line <= len(self.lines):
+            # C11 atomics are builtins from macros (no tokens of their own): keep them as
+            # calls, by the macro's name on the source line
+            line = c.location.line
+            for name in re.findall(r"\b(atomic_\w+)\s*\(", self.lines[line - 1]):
+                if not any(x.line == line and x.callee == name for x in self.fn.calls):
+                    self.fn.calls.append(Call(name, line, loops, "", []))
+        elif k == K.RETURN_STMT:
+            kids = list(c.get_children())
+            self.fn.returns.append((c.location.line, self.reads(kids[0]) if kids else [], _text(c)))
+        elif k == K.CXX_DELETE_EXPR:
+            self.fn.deletes.append((c.location.line, _text(c)))
+        elif k == K.MEMBER_REF_EXPR:
+            self.access(c, "read")
+        elif k == K.DECL_REF_EXPR:
+            name = c.spelling
+            if name in self.fn.locals:
+                self.fn.uses_after.setdefault(name, []).append(c.location.line)
+        for x in c.get_children():
+            self.visit(x, loops)
+
+    def loop(self, c, loops: int) -> None:
+        K = self.K
+        kids = list(c.get_children())
+        body = kids[-1] if kids else None
+        if c.kind == K.DO_STMT:
+            body, cond_nodes = (kids[0] if kids else None), kids[1:]
+        else:
+            cond_nodes = kids[:-1]
+        cond_members = []
+        cond_calls = []
+        for n in cond_nodes:
+            cond_members += [r for r in self.reads(n) if "." in r]
+            cond_calls += [x.spelling for x in n.walk_preorder() if x.kind == K.CALL_EXPR]
+        text = _text(c)
+        infinite = (c.kind == K.FOR_STMT and text.replace(" ", "").startswith("for(;;)")) or (
+            c.kind == K.WHILE_STMT and text.replace(" ", "").startswith(("while(1)", "while(true)"))
+        )
+        body_calls = (
+            [x.spelling for x in body.walk_preorder() if x.kind == K.CALL_EXPR] if body else []
+        )
+        form = {K.WHILE_STMT: "while", K.DO_STMT: "do", K.FOR_STMT: "for"}.get(c.kind, "range-for")
+        self.fn.loops.append(
+            Loop(
+                form,
+                c.extent.start.line,
+                c.extent.end.line,
+                infinite,
+                cond_members,
+                cond_calls,
+                body_calls,
+            )
+        )
+        for x in kids:
+            self.visit(x, loops + 1)
+
+    def call(self, c, loops: int) -> None:
+        K = self.K
+        callee = c.spelling
+        receiver = ""
+        kids = list(c.get_children())
+        if kids and kids[0].kind == K.MEMBER_REF_EXPR:
+            inner = list(kids[0].get_children())
+            if inner:
+                r = self.reads(inner[0])
+                receiver = next((x for x in r if "." in x), "")
+        args = [_text(a) for a in c.get_arguments()] if hasattr(c, "get_arguments") else []
+        self.fn.calls.append(Call(callee, c.location.line, loops, receiver, args))
+
+    # expressions
+
+    def member_of(self, c) -> tuple[str, str, str] | None:
+        """(record, member, base) of a member reference."""
+        ref = c.referenced
+        if ref is None or ref.kind != self.K.FIELD_DECL:
+            return None
+        parent = ref.semantic_parent
+        record = parent.spelling if parent is not None else ""
+        if not record or record.startswith(("struct (", "(anonymous")):
+            record = ""
+        kids = list(c.get_children())
+        base = _text(kids[0]) if kids else "this"
+        return record, ref.spelling, base
+
+    def access(self, c, op: str) -> None:
+        m = self.member_of(c)
+        if m and m[0]:
+            self.fn.accesses.append(Access(m[0], m[1], c.location.line, op, m[2]))
+
+    def member_op(self, c, op: str) -> None:
+        """Record a write-like access on the member ``c`` names (through subscripts too)."""
+        K = self.K
+        node = c
+        while node is not None and node.kind in (
+            K.ARRAY_SUBSCRIPT_EXPR,
+            K.UNEXPOSED_EXPR,
+            K.PAREN_EXPR,
+        ):
+            kids = list(node.get_children())
+            node = kids[0] if kids else None
+        if node is not None and node.kind == K.MEMBER_REF_EXPR:
+            self.access(node, op)
+
+    def target(self, c) -> tuple[str, str]:
+        K = self.K
+        node = c
+        while node is not None and node.kind in (
+            K.UNEXPOSED_EXPR,
+            K.PAREN_EXPR,
+            K.ARRAY_SUBSCRIPT_EXPR,
+        ):
+            kids = list(node.get_children())
+            node = kids[0] if kids else None
+        if node is None:
+            return "", ""
+        if node.kind == K.CALL_EXPR and node.spelling == "operator[]":
+            kids = list(node.get_children())
+            return self.target(kids[0]) if kids else ("", "")
+        if node.kind == K.MEMBER_REF_EXPR:
+            m = self.member_of(node)
+            if m:
+                return f"{m[0]}.{m[1]}", m[2]
+        if node.kind == K.DECL_REF_EXPR:
+            return node.spelling, ""
+        return _text(node), ""
+
+    def reads(self, c) -> list[str]:
+        """Locals and record.member an expression reads."""
+        K = self.K
+        out = []
+        for x in c.walk_preorder():
+            if x.kind == K.MEMBER_REF_EXPR:
+                m = self.member_of(x)
+                if m and m[0]:
+                    out.append(f"{m[0]}.{m[1]}")
+            elif x.kind == K.DECL_REF_EXPR and x.spelling in self.fn.locals:
+                out.append(x.spelling)
+        return out
+
+
+def _operator(c) -> str:
+    for attr in ("binary_operator", "unary_operator"):
+        op = getattr(c, attr, None)
+        if op is not None and getattr(op, "name", "") not in ("", "Invalid"):
+            name = op.name
+            return _OP_NAMES.get(name, name)
+    toks = [t.spelling for t in c.get_tokens()]
+    kids = list(c.get_children())
+    if c.kind == c.kind.UNARY_OPERATOR:
+        if toks and toks[0] in ("++", "--", "&", "*", "!", "-"):
+            return toks[0]
+        return toks[-1] if toks and toks[-1] in ("++", "--") else ""
+    if kids:
+        n = len(list(kids[0].get_tokens()))
+        return toks[n] if n < len(toks) else ""
+    return ""
+
+
+_OP_NAMES = {
+    "Assign": "=",
+    "AddAssign": "+=",
+    "SubAssign": "-=",
+    "OrAssign": "|=",
+    "AndAssign": "&=",
+    "MulAssign": "*=",
+    "DivAssign": "/=",
+    "PostInc": "++",
+    "PreInc": "++",
+    "PostDec": "--",
+    "PreDec": "--",
+    "AddrOf": "&",
+}
+
+
+def _text(c) -> str:
+    return " ".join(t.spelling for t in c.get_tokens())[:300]
+
+
+def _comment(c) -> str:
+    raw = c.raw_comment or ""
+    return " ".join(
+        line.strip().lstrip("/*! ").rstrip("*/ ").strip() for line in raw.splitlines()
+    ).strip()
+
+
+def _element_of(ci, t) -> str:
+    """The record a member's type points to, is an array of, or contains (std::list<T*>)."""
+    K = ci.CursorKind
+    seen = 0
+    while seen < 4:
+        seen += 1
+        kind = t.kind
+        if kind in (ci.TypeKind.POINTER, ci.TypeKind.LVALUEREFERENCE):
+            t = t.get_pointee()
+        elif kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+            t = t.element_type
+        elif kind in (ci.TypeKind.ELABORATED, ci.TypeKind.TYPEDEF):
+            t = t.get_canonical()
+        else:
+            break
+    decl = t.get_declaration()
+    system = (
+        decl is not None and decl.location.file is not None and (decl.location.is_in_system_header)
+    )
+    if (
+        decl is not None
+        and decl.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE)
+        and not system
+    ):
+        if decl.spelling and not decl.spelling.startswith("std"):
+            name = decl.spelling
+            if t.get_num_template_arguments() > 0:
+                for i in range(t.get_num_template_arguments()):
+                    inner = _element_of(ci, t.get_template_argument_type(i))
+                    if inner:
+                        return inner
+                return ""
+            return name
+    if t.get_num_template_arguments() > 0:
+        for i in range(t.get_num_template_arguments() - 1, -1, -1):
+            inner = _element_of(ci, t.get_template_argument_type(i))
+            if inner:
+                return inner
+    return ""

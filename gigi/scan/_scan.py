@@ -1,0 +1,267 @@
+"""``scan``: parse, recall (offline or LLM), verify, and write the tables and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gigi.scan._offline import Candidate, ResourceGuess, owners, phase1, phase2, resource_of
+from gigi.scan._parse import (
+    ScanError,
+    Unit,
+    compile_flags,
+    load_compile_commands,
+    parse_file,
+    source_files,
+)
+from gigi.scan._verify import verify
+
+KINDS = ("WAIT", "ACQUIRE", "USE", "RELEASE")
+
+
+@dataclass
+class ScanResult:
+    root: str
+    units: list[Unit]
+    resources: list[ResourceGuess]
+    candidates: list[tuple[Candidate, bool, str]]  # candidate, verified, reason
+    stats: dict = field(default_factory=dict)
+
+    def verified(self) -> list[Candidate]:
+        return [c for c, ok, _ in self.candidates if ok]
+
+
+def _parse_one(args):
+    return parse_file(*args)
+
+
+def scan(
+    src: str | os.PathLike,
+    *,
+    compile_commands: str | os.PathLike | None = None,
+    backend=None,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ScanResult:
+    """Scan a source tree. ``backend`` proposes resources and events (``None``: offline)."""
+    root = Path(src)
+    files = source_files(root)
+    if not files:
+        raise ScanError(f"{root}: no C or C++ source files")
+    base = root if root.is_dir() else root.parent
+    commands = load_compile_commands(Path(compile_commands)) if compile_commands else None
+    work = [(str(p), str(base), compile_flags(p, base, commands)) for p in files]
+    t0 = time.perf_counter()
+    units: list[Unit] = []
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    if jobs > 1 and len(work) > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            for i, u in enumerate(pool.map(_parse_one, work, chunksize=4), 1):
+                units.append(u)
+                if progress:
+                    progress(i, len(work))
+    else:
+        for i, w in enumerate(work, 1):
+            units.append(_parse_one(w))
+            if progress:
+                progress(i, len(work))
+    parse_s = time.perf_counter() - t0
+    records = [r for u in units for r in u.records]
+    members = [m for u in units for m in u.members]
+    functions = {(f.file, f.name): f for u in units for f in u.functions}
+    t1 = time.perf_counter()
+    if backend is None:
+        guesses = phase1(records, members)
+    else:
+        guesses = backend.phase1(records, members)
+    names = {g.name: g for g in guesses}
+    own = owners(guesses)
+    proposals: list[Candidate] = []
+    for fn in functions.values():
+        res = resource_of(fn, own)
+        if res is None:
+            continue
+        if backend is None:
+            proposals += phase2(fn, res, names[res], own)
+        else:
+            proposals += backend.phase2(fn, res, names[res], own)
+    recall_s = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    results = []
+    for c in proposals:
+        fn = functions.get((c.file, c.function))
+        mine = {r for r, res in own.items() if res == c.resource}
+        g = names.get(c.resource)
+        links = {f"{m.record}.{m.name}" for m in (g.members if g else []) if m.element in mine}
+        v = verify(c, fn, mine, g is not None, links)
+        results.append((c, v.ok, v.reason))
+    # a function that acquires or releases touches the data as part of it: not a USE of its own
+    moves = {
+        (c.file, c.function) for c, ok, _ in results if ok and c.kind in ("ACQUIRE", "RELEASE")
+    }
+    results = [
+        (c, False, "the function acquires or releases; its accesses are part of that")
+        if ok and c.kind == "USE" and (c.file, c.function) in moves
+        else (c, ok, why)
+        for c, ok, why in results
+    ]
+    verify_s = time.perf_counter() - t2
+    stats = {
+        "files": len(files),
+        "lines": sum(u.lines for u in units),
+        "functions": len(functions),
+        "records": len(records),
+        "diagnostics": sum(len(u.diagnostics) for u in units),
+        "parse_s": round(parse_s, 3),
+        "recall_s": round(recall_s, 3),
+        "verify_s": round(verify_s, 3),
+    }
+    if backend is not None:
+        stats["llm"] = backend.report()
+    return ScanResult(str(base), units, guesses, results, stats)
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def write(result: ScanResult, out: str | os.PathLike) -> dict:
+    """Write sites.parquet and resources.parquet (trace format v1), candidates.parquet (every
+    candidate with its verdict), the hierarchy tables and report.json; return the report."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sites = [c for c, ok, _ in result.candidates if ok]
+    pq.write_table(
+        pa.table(
+            {
+                "site": pa.array(range(1, len(sites) + 1), pa.int32()),
+                "file": pa.array([c.file for c in sites], pa.string()),
+                "line": pa.array([c.line for c in sites], pa.int32()),
+                "function": pa.array([c.function for c in sites], pa.string()),
+                "kind": pa.array([c.kind for c in sites], pa.string()),
+                "resource": pa.array([c.resource for c in sites], pa.string()),
+                "origin": pa.array([c.origin for c in sites], pa.string()),
+                "verified": pa.array([True] * len(sites), pa.bool_()),
+            }
+        ),
+        out / "sites.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "resource": pa.array([g.name for g in result.resources], pa.string()),
+                "capacity": pa.array([None] * len(result.resources), pa.int64()),
+                "unit": pa.array([g.unit for g in result.resources], pa.string()),
+                "sharing": pa.array([g.sharing for g in result.resources], pa.string()),
+            }
+        ),
+        out / "resources.parquet",
+    )
+    cands = [dict(asdict(c), verified=ok, reason=why) for c, ok, why in result.candidates]
+    pq.write_table(
+        _rows(cands, Candidate, extra={"verified": pa.bool_(), "reason": pa.string()}),
+        out / "candidates.parquet",
+    )
+    hierarchy = out / "hierarchy"
+    hierarchy.mkdir(exist_ok=True)
+    for name, rows in (
+        ("records", [asdict(r) for u in result.units for r in u.records]),
+        ("members", [asdict(m) for u in result.units for m in u.members]),
+        (
+            "functions",
+            [
+                {
+                    k: v
+                    for k, v in asdict(f).items()
+                    if k in ("name", "file", "line", "end_line", "record", "return_type", "comment")
+                }
+                for u in result.units
+                for f in u.functions
+            ],
+        ),
+        (
+            "calls",
+            [
+                {"function": f.name, "file": f.file, "callee": c.callee, "line": c.line}
+                for u in result.units
+                for f in u.functions
+                for c in f.calls
+            ],
+        ),
+        (
+            "accesses",
+            [
+                {
+                    "function": f.name,
+                    "file": f.file,
+                    "record": a.record,
+                    "member": a.member,
+                    "line": a.line,
+                    "op": a.op,
+                }
+                for u in result.units
+                for f in u.functions
+                for a in f.accesses
+            ],
+        ),
+        ("diagnostics", [asdict(d) for u in result.units for d in u.diagnostics]),
+    ):
+        pq.write_table(
+            pa.Table.from_pylist(rows) if rows else pa.table({"file": pa.array([], pa.string())}),
+            hierarchy / f"{name}.parquet",
+        )
+    report = report_of(result)
+    (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def _rows(rows: list[dict], cls, extra: dict) -> pa.Table:
+    fields = [f for f in cls.__dataclass_fields__]
+    types = {f: pa.int32() if f == "line" else pa.string() for f in fields} | extra
+    return pa.table({k: pa.array([r[k] for r in rows], t) for k, t in types.items()})
+
+
+def report_of(result: ScanResult) -> dict:
+    per_kind = {}
+    for k in KINDS:
+        mine = [(c, ok, why) for c, ok, why in result.candidates if c.kind == k]
+        per_kind[k] = {
+            "candidates": len(mine),
+            "verified": sum(ok for _, ok, _ in mine),
+            "rejected": [
+                {
+                    "file": c.file,
+                    "function": c.function,
+                    "line": c.line,
+                    "resource": c.resource,
+                    "reason": why,
+                }
+                for c, ok, why in mine
+                if not ok
+            ],
+        }
+    return {
+        "root": os.path.basename(result.root.rstrip("/")) or result.root,
+        "stats": result.stats,
+        "resources": [
+            {
+                "name": g.name,
+                "file": g.file,
+                "line": g.line,
+                "sharing": g.sharing,
+                "unit": g.unit,
+                "objects": g.elements,
+                "why": g.reasons,
+            }
+            for g in result.resources
+        ],
+        "kinds": per_kind,
+        "diagnostics": [asdict(d) for u in result.units for d in u.diagnostics][:200],
+    }

@@ -1,0 +1,205 @@
+"""Static verification of every candidate site, per kind, over the parsed function's facts.
+
+- ACQUIRE: the function takes units (a count raised, a flag set, a compare-and-swap, an
+  entry popped) and a value derived from the resource through a lookup (iteration, indexing,
+  a container search, a free-list pop) reaches its return value or an out-parameter.
+- WAIT: a loop whose condition reads runtime state (the resource's members, a predicate call)
+  or that retries forever, around a blocking call, a sleep, a condition wait, I/O or eviction.
+- RELEASE: a release effect (a count lowered, a flag cleared, a free-list insertion, free,
+  delete, unlock, put), the released object not used after it and not returned.
+- USE: the function reads or writes the resource's members or its objects' data.
+
+Candidates from any backend go through here, so a site the LLM made up (a function that does
+not exist, a line outside it, a resource that is not one) is rejected with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gigi.scan._offline import (
+    BLOCKING,
+    FLAG,
+    Candidate,
+    gives_units,
+    record_pattern,
+    takes_units,
+)
+from gigi.scan._parse import Function
+
+LOOKUP_CALL = re.compile(r"^(find|at|lookup|get|search|front|back|pop|begin|operator\[\])", re.I)
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    reason: str
+
+
+def verify(
+    c: Candidate, fn: Function | None, mine: set[str], is_resource: bool, links: set[str]
+) -> Verdict:
+    """``mine``: the resource's records (its own and its objects'); ``links``: its members
+    that list objects (free lists, slot arrays, maps), as ``record.member``."""
+    if fn is None:
+        return Verdict(False, f"no function {c.function} in {c.file}")
+    if not fn.line <= c.line <= fn.end_line:
+        return Verdict(
+            False, f"line {c.line} is outside {c.function} (lines {fn.line}-{fn.end_line})"
+        )
+    if not is_resource:
+        return Verdict(False, f"{c.resource} is not a resource found in phase 1")
+    check = {"ACQUIRE": _acquire, "WAIT": _wait, "RELEASE": _release, "USE": _use}.get(c.kind)
+    if check is None:
+        return Verdict(False, f"unknown kind {c.kind!r}")
+    return check(c, fn, mine, links)
+
+
+def _mine(ref: str, mine: set[str]) -> bool:
+    return "." in ref and ref.split(".", 1)[0] in mine
+
+
+def _derived(fn: Function, mine: set[str]) -> set[str]:
+    """Locals holding a value derived from the resource, or stored into it."""
+    out: set[str] = set()
+    for _ in range(3):  # to a fixed point over reassignments
+        for a in fn.assigns:
+            if "." not in a.target and any(_mine(s, mine) or s in out for s in a.sources):
+                out.add(a.target)
+            elif _mine(a.target, mine) and a.op == "=":
+                out.update(s for s in a.sources if "." not in s and s in fn.locals)
+    return out
+
+
+def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+    takes = [
+        a
+        for a in fn.assigns
+        if _mine(a.target, mine)
+        and (takes_units(a) or (a.op == "=" and re.search(r"=\s*(true|1)\s*$", a.text)))
+    ]
+    cas = [
+        x
+        for x in fn.calls
+        if re.search(r"compare_exchange|test_and_set|exchange|cas", x.callee, re.I)
+    ]
+    pops = [
+        a
+        for a in fn.assigns
+        if _mine(a.target, mine)
+        and a.op == "="
+        and any(
+            _mine(s, mine) and s.split(".")[1] in ("next", "next_free", "link") for s in a.sources
+        )
+    ]
+    if not (takes or cas or pops):
+        return Verdict(
+            False,
+            "takes nothing: no count raised, flag set, compare-and-swap or "
+            "pop; a lookup is not an acquisition",
+        )
+    derived = _derived(fn, mine)
+    returned = [
+        (line, srcs)
+        for line, srcs, _ in fn.returns
+        if any(_mine(s, mine) or s in derived for s in srcs)
+    ]
+    out_param = [
+        a
+        for a in fn.assigns
+        if a.target.startswith("*")
+        or a.target in {n for t, n in fn.params if "*" in t}
+        and any(_mine(s, mine) or s in derived for s in a.sources)
+    ]
+    if not returned and not out_param:
+        return Verdict(
+            False, "nothing derived from the resource reaches the return value or an out-parameter"
+        )
+    texts = " ".join(a.text for a in fn.assigns) + " ".join(t for _, _, t in fn.returns)
+    lookup = (
+        fn.loops
+        or "[" in texts
+        or pops
+        or any(LOOKUP_CALL.match(x.callee) and x.receiver for x in fn.calls)
+        or any(a.target in derived and any(_mine(s, mine) for s in a.sources) for a in fn.assigns)
+    )
+    if not lookup:
+        return Verdict(False, "the value returned is not found through a lookup")
+    how = "count raised" if takes else "compare-and-swap" if cas else "pop"
+    return Verdict(
+        True,
+        f"{how}; a value derived from the resource is "
+        f"{'returned' if returned else 'written to an out-parameter'}",
+    )
+
+
+def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+    loop = next((lp for lp in fn.loops if lp.line == c.line), None)
+    if loop is None:
+        loop = next((lp for lp in fn.loops if lp.line <= c.line <= lp.end_line), None)
+    if loop is None:
+        return Verdict(False, f"no loop at line {c.line}: a wait is a slow path that repeats")
+    state = [m for m in loop.cond_members if _mine(m, mine)]
+    if not (state or loop.cond_calls or loop.infinite):
+        return Verdict(False, "the loop's condition reads no runtime state of the resource")
+    blocking = [x for x in loop.body_calls + loop.cond_calls if BLOCKING.search(x)]
+    if not blocking:
+        return Verdict(False, "the loop neither blocks, sleeps, waits, does I/O nor evicts")
+    guard = ", ".join(state) if state else ", ".join(loop.cond_calls) or "retrying forever"
+    return Verdict(True, f"loop guarded by {guard} around {', '.join(sorted(set(blocking)))}")
+
+
+def _release(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+    params = {n for _, n in fn.params}
+    gives = [
+        a
+        for a in fn.assigns
+        if _mine(a.target, mine)
+        and (
+            gives_units(a)
+            or a.op == "="
+            and (
+                re.search(r"=\s*(false|0|NULL|nullptr)\s*$", a.text)
+                and FLAG.search(a.target.split(".", 1)[1])
+                or a.target in links
+                and any(s in params for s in a.sources)
+                or a.target.split(".", 1)[1].rstrip("_") == "tail"
+            )
+        )
+    ]
+    frees = [
+        x
+        for x in fn.calls
+        if re.search(r"^(free|.*_free|.*put|atomic_store.*|.*release)$", x.callee)
+    ]
+    if not (gives or frees or fn.deletes):
+        return Verdict(False, "no release effect: nothing lowered, cleared, put back or freed")
+    obj = c.object_expr
+    if obj and obj in fn.locals:
+        later = [n for n in fn.uses_after.get(obj, []) if n > c.line]
+        if later:
+            return Verdict(False, f"{obj} is used again at line {later[0]}, after its release")
+        if any(obj in srcs for _, srcs, _ in fn.returns):
+            return Verdict(False, f"{obj} is returned: it was not given back")
+    how = (
+        "count lowered"
+        if any(gives_units(a) for a in gives)
+        else "put back"
+        if gives
+        else "freed"
+        if frees or fn.deletes
+        else ""
+    )
+    return Verdict(True, f"{how}; the released object is not used afterwards")
+
+
+def _use(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+    touched = sorted({f"{a.record}.{a.member}" for a in fn.accesses if a.record in mine})
+    if not touched:
+        return Verdict(False, "touches none of the resource's state")
+    if any(record_pattern(r).search(fn.return_type) for r in mine):
+        return Verdict(
+            False, "hands out an object of the resource without taking it: a lookup, not a use"
+        )
+    return Verdict(True, "touches " + ", ".join(touched[:4]))
