@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from gigi.errors import QueryError, did_you_mean
@@ -70,7 +71,9 @@ def connect(
     import duckdb
 
     entry = target if isinstance(target, StoreEntry) else locate(target, trace)
-    con = duckdb.connect(config={"memory_limit": memory_limit})
+    # spill beyond the memory limit into the system's temp dir, not the caller's cwd
+    spill = os.path.join(tempfile.gettempdir(), f"gigi-duckdb-{os.getuid()}")
+    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
     con.execute("SET threads = 2")
     bindings = _bindings(entry)
     pending = list(views().values())

@@ -1,0 +1,198 @@
+"""The scanner on the labeled corpus (offline), its outputs, and the OpenAI path over real HTTP
+against a loopback server that answers well, badly, slowly and with made-up sites."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from gigi.cli import main
+from gigi.scan import builtin_include_dir, scan, write
+from gigi.scan._labels import evaluate, load_labels
+from gigi.schema import SITES, normalize_batch
+
+CORPUS = Path(__file__).parent / "scan_corpus"
+
+
+@pytest.fixture(scope="module")
+def offline():
+    return scan(CORPUS, jobs=2)
+
+
+def test_offline_scan_meets_the_goals_on_the_corpus(offline):
+    ev = evaluate(offline, load_labels(CORPUS / "labels.json"))
+    verified = ev["verified"]["all"]
+    assert verified["precision"] >= 0.85 and verified["recall"] >= 0.80, verified
+    assert ev["verified"]["all"]["fp"] <= ev["recall"]["all"]["fp"]  # verification prunes
+    assert ev["recall"]["all"]["fp"] > 0  # ... and had something to prune
+    for kind in ("WAIT", "ACQUIRE", "USE", "RELEASE"):
+        assert ev["verified"][kind]["tp"] > 0, kind
+    assert ev["resources"] == {"tp": 6, "fp": [], "fn": []}  # the decoys are not resources
+    assert verified["placed"] >= 0.8 * verified["tp"]  # and the lines are where probes go
+
+
+def test_every_verdict_has_its_reason(offline):
+    assert all(why for _, _, why in offline.candidates)
+    rejected = {(c.function, c.kind): why for c, ok, why in offline.candidates if not ok}
+    assert "lookup, not a use" in rejected[("bp_lookup", "USE")]
+
+
+def test_builtin_headers_are_found_and_diagnostics_reported(tmp_path):
+    assert builtin_include_dir() is not None
+    assert scan(CORPUS, jobs=1).stats["diagnostics"] == 0
+    (tmp_path / "bad.c").write_text('#include "missing.h"\nint f(void) { return g(); }\n')
+    r = scan(tmp_path, jobs=1)
+    messages = [d.message for u in r.units for d in u.diagnostics]
+    assert any("missing.h" in m for m in messages), messages
+
+
+def test_cli_writes_sites_the_diagnosis_accepts(tmp_path, capsys):
+    assert main(["scan", str(CORPUS), "--out", str(tmp_path / "out")]) == 0
+    said = capsys.readouterr().out
+    assert "6 resources" in said and "verified" in said
+    sites = pq.read_table(tmp_path / "out" / "sites.parquet")
+    normalize_batch(sites, SITES, path="sites.parquet")  # trace format v1, or it raises
+    assert sites.num_rows == 26 and set(sites.column("verified").to_pylist()) == {True}
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["kinds"]["USE"]["rejected"][0]["reason"]
+    cands = pq.read_table(tmp_path / "out" / "candidates.parquet").to_pylist()
+    acquire = next(c for c in cands if c["function"] == "log_reserve" and c["kind"] == "ACQUIRE")
+    assert (acquire["object_expr"], acquire["amount_expr"]) == ("lsn", "n")
+    assert main(["scan", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
+
+
+# --- the OpenAI path, for real, over loopback HTTP ---------------------------------------------
+
+RESOURCES = {"conn_pool": ("pool", "connections", ["conn"])}
+EVENTS = {
+    "pool_checkout": [
+        {"kind": "WAIT", "line": 27, "object": "", "amount": "1", "why": "cond wait loop"},
+        {"kind": "ACQUIRE", "line": 32, "object": "c", "amount": "1", "why": "pops idle"},
+    ],
+    "pool_checkin": [
+        {"kind": "RELEASE", "line": 43, "object": "c", "amount": "1", "why": "pushes back"},
+        {"kind": "RELEASE", "line": 400, "why": "a line outside the function"},
+        {"kind": "ACQUIRE", "line": 41, "function": "pool_steal", "why": "no such function"},
+    ],
+    "conn_query": [{"kind": "USE", "line": 50, "object": "c", "why": "queries through c"}],
+}
+
+
+class _Fake(BaseHTTPRequestHandler):
+    seen: list = []
+    malformed_once = {"pool_checkin"}
+    slow_once = {"conn_query"}
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Fake.seen.append((self.path, self.headers.get("Authorization", "")))
+        request = json.loads(body["messages"][1]["content"])
+        if "record" in request:
+            guess = RESOURCES.get(request["record"])
+            answer = (
+                {
+                    "resource": True,
+                    "sharing": guess[0],
+                    "unit": guess[1],
+                    "objects": guess[2],
+                    "why": "hands out connections",
+                }
+                if guess
+                else {"resource": False}
+            )
+            content = json.dumps(answer)
+        else:
+            name = request["function"]
+            if name in _Fake.malformed_once:
+                _Fake.malformed_once.discard(name)
+                content = '{"events": [{"kind": "GRAB", "line": 1}]'  # broken JSON
+            else:
+                if name in _Fake.slow_once:
+                    _Fake.slow_once.discard(name)
+                    time.sleep(1.5)  # beyond the client's timeout: retried
+                content = json.dumps({"events": EVENTS.get(name, [])})
+        reply = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        data = json.dumps(reply).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+@pytest.fixture
+def endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Fake.seen.clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_llm_scan_over_http_rejects_bad_answers_and_caches(endpoint, tmp_path):
+    from gigi.scan._llm import LLMBackend
+
+    def backend():
+        return LLMBackend(
+            model="fake-1",
+            base_url=endpoint,
+            api_key="sk-secret-123",
+            cache_dir=tmp_path / "cache",
+            timeout=1.0,
+            retries=2,
+            source_root=CORPUS,
+        )
+
+    b = backend()
+    r = scan(CORPUS / "conn_pool.c", backend=b, jobs=1)
+    got = {(c.function, c.kind, c.line): (ok, why) for c, ok, why in r.candidates}
+    assert got[("pool_checkout", "WAIT", 27)][0] and got[("pool_checkout", "ACQUIRE", 32)][0]
+    assert got[("pool_checkin", "RELEASE", 43)][0] and got[("conn_query", "USE", 50)][0]
+    assert "outside pool_checkin" in got[("pool_checkin", "RELEASE", 400)][1]
+    assert "no function pool_steal" in got[("pool_steal", "ACQUIRE", 41)][1]
+    rep = b.report()
+    # the broken answer and the slow one were retried: more calls than requests
+    assert rep["phase2"]["calls"] > len({f for f, _, _ in got if f != "pool_steal"})
+    assert rep["phase1"]["prompt_tokens"] > 0 and rep["phase2"]["rejected_answers"] == []
+    assert all(path.endswith("/chat/completions") for path, _ in _Fake.seen)
+    out = write(r, tmp_path / "out")
+    assert "sk-secret-123" not in json.dumps(out) and "sk-secret" not in repr(b)
+    calls = len(_Fake.seen)
+    again = backend()
+    r2 = scan(CORPUS / "conn_pool.c", backend=again, jobs=1)
+    assert len(_Fake.seen) == calls  # nothing sent: every answer came from the cache
+    assert [(c.function, c.kind, c.line, ok) for c, ok, _ in r2.candidates] == [
+        (c.function, c.kind, c.line, ok) for c, ok, _ in r.candidates
+    ]
+
+
+def test_llm_needs_an_endpoint(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code = main(["scan", str(CORPUS), "--out", str(tmp_path), "--llm", "openai", "--model", "m"])
+    assert code == 2
+    assert "needs an endpoint" in capsys.readouterr().err
