@@ -93,8 +93,12 @@ def _run_detector(con, det: Detector) -> list[Finding]:
             f"{det.path}: the query returns no column(s) {', '.join(missing)}; "
             f"a detector returns {', '.join(COLUMNS)}"
         )
+    try:
+        rows = rel.select(*COLUMNS).fetchall()
+    except duckdb.Error as e:
+        raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
     out = []
-    for row in rel.select(*COLUMNS).fetchall():
+    for row in rows:
         resource, score, culprits, victims, evidence, summary = row
         if score is None:
             continue
@@ -240,6 +244,16 @@ def _sites(con, f: Finding, sites_view: str) -> list[dict]:
     return rows
 
 
+def _memory_limit() -> str:
+    """DuckDB's share of the machine for a diagnosis: 40% of physical memory (at least 2 GB);
+    the kernels' arrays live beside it. Beyond it DuckDB spills to disk."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "2GB"
+    return f"{max(2 << 30, int(total * 0.4)) >> 20}MB"
+
+
 def diagnose(
     target: str | os.PathLike | StoreEntry,
     *,
@@ -263,7 +277,7 @@ def diagnose(
     for name in params or {}:
         if name not in known:
             raise DetectorError(f"no detector parameter {name!r}{did_you_mean(name, known)}")
-    con = connect(entry)
+    con = connect(entry, memory_limit=_memory_limit())
     values = {p.name: p.default for d in dets for p in d.params.values()}
     values.update({k: float(v) for k, v in (params or {}).items()})
     for name, value in values.items():
