@@ -37,7 +37,11 @@ def evaluate(result: ScanResult, labels: dict) -> dict:
             t = {k for k in truth if kind in ("all", k[2])}
             f = {k for k in found if kind in ("all", k[2])}
             tp, fp, fn = t & f, f - t, t - f
-            placed = sum(abs(found[k].line - truth[k]["line"]) <= LINE_SLACK for k in tp)
+            placed = sum(
+                truth[k].get("line") is not None
+                and abs(found[k].line - truth[k]["line"]) <= LINE_SLACK
+                for k in tp
+            )
             per[kind] = {
                 "tp": len(tp),
                 "fp": len(fp),

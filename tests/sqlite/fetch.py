@@ -1,0 +1,100 @@
+"""Fetch SQLite's source tree from Debian's source packages (package ``sqlite3``) into a cache
+directory, once: a deb-src entry is added beside the machine's own apt sources (same mirrors,
+same suites), the source package downloaded with ``apt-get source --download-only``, and its
+original tarball unpacked here. Returns the tree's path, or None when apt cannot do it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+SOURCES_DIR = Path("/etc/apt/sources.list.d")
+OURS = SOURCES_DIR / "gigi-deb-src.sources"
+
+
+def _add_deb_src() -> bool:
+    if OURS.exists():
+        return True
+    stanzas = []
+    for f in sorted(SOURCES_DIR.glob("*.sources")):
+        if f == OURS:
+            continue
+        for block in f.read_text().split("\n\n"):
+            if re.search(r"^Types:.*\bdeb\b", block, re.M) and "deb-src" not in block:
+                stanzas.append(re.sub(r"^Types:.*$", "Types: deb-src", block.strip(), flags=re.M))
+    if not stanzas:
+        return False
+    try:
+        OURS.write_text("\n\n".join(stanzas) + "\n")
+    except OSError:
+        return False
+    return subprocess.run(["apt-get", "update", "-qq"], capture_output=True).returncode == 0
+
+
+def sqlite_tree(cache: Path | None = None) -> Path | None:
+    cache = cache or Path(
+        os.environ.get("GIGI_SQLITE_CACHE", Path(tempfile.gettempdir()) / "gigi-sqlite-src")
+    )
+    done = next(iter(sorted(cache.glob("*/src/pcache1.c"))), None) if cache.exists() else None
+    if done is not None:
+        return done.parent.parent
+    if not _add_deb_src():
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    got = subprocess.run(
+        ["apt-get", "source", "--download-only", "-qq", "sqlite3"],
+        cwd=cache,
+        capture_output=True,
+        text=True,
+    )
+    if got.returncode != 0:
+        print(got.stderr, file=sys.stderr)
+        return None
+    orig = next(iter(sorted(cache.glob("sqlite3_*.orig.tar.*"))), None)
+    if orig is None:
+        return None
+    with tarfile.open(orig) as tar:
+        tar.extractall(cache, filter="data")
+    done = next(iter(sorted(cache.glob("*/src/pcache1.c"))), None)
+    return done.parent.parent if done else None
+
+
+if __name__ == "__main__":
+    print(sqlite_tree() or "cannot fetch SQLite's source")
+
+
+SUBSET = ("src/pcache.c", "src/pcache1.c", "src/pager.c", "src/wal.c")
+
+
+def prepare(tree: Path) -> Path:
+    """What a build would generate first and the scan needs: sqlite3.h from sqlite.h.in (the
+    version filled in, as tool/mksqlite3h.tcl does) and empty stand-ins for the generated
+    headers these files do not use; and compile_commands.json for every file of src/."""
+    gen = tree / "gigi-gen"
+    gen.mkdir(exist_ok=True)
+    version = (tree / "VERSION").read_text().strip()
+    major, minor, patch = (int(x) for x in version.split("."))
+    header = (tree / "src" / "sqlite.h.in").read_text()
+    header = (
+        header.replace("--VERS--", version)
+        .replace("--VERSION-NUMBER--", str(major * 1_000_000 + minor * 1000 + patch))
+        .replace("--SOURCE-ID--", "gigi-scan")
+    )
+    (gen / "sqlite3.h").write_text(header)
+    for name in ("opcodes.h", "parse.h", "keywordhash.h"):
+        (gen / name).touch()
+    import json
+
+    flags = ["cc", "-std=gnu11", "-DSQLITE_CORE", f"-I{tree / 'src'}", f"-I{gen}"]
+    commands = [
+        {"directory": str(tree), "file": str(p), "arguments": [*flags, "-c", str(p)]}
+        for p in sorted((tree / "src").glob("*.c"))
+    ]
+    out = tree / "compile_commands.json"
+    out.write_text(json.dumps(commands, indent=1))
+    return out
