@@ -60,7 +60,16 @@ def test_offline_scan_meets_the_goals_on_the_corpus(offline):
 def test_every_verdict_has_its_reason(offline):
     assert all(why for _, _, why in offline.candidates)
     rejected = {(c.function, c.kind): why for c, ok, why in offline.candidates if not ok}
-    assert "lookup, not a use" in rejected[("bp_lookup", "USE")]
+    assert "acquires or releases" in rejected[("LRUCache::Release", "USE")]
+    assert "acquires or releases" in rejected[("slot_free", "USE")]
+    # and a made-up candidate is refused with what is wrong with it
+    from gigi.scan._offline import Candidate
+    from gigi.scan._verify import verify
+
+    fn = next(f for u in offline.units for f in u.functions if f.name == "bp_lookup")
+    lookup = Candidate(fn.file, fn.name, fn.line + 2, "ACQUIRE", "buf_pool", "", "1", "test", "")
+    v = verify(lookup, fn, {"buf_pool", "frame"}, True, set())
+    assert not v.ok and "a lookup is not an acquisition" in v.reason
 
 
 def test_builtin_headers_are_found_and_diagnostics_reported(tmp_path):

@@ -39,7 +39,6 @@ def test_sqlite_resources_are_found_and_verification_prunes(sqlite_scan):
     assert ev["verified"]["all"]["tp"] >= 7
     found = {(c.function, c.kind) for c in sqlite_scan.verified()}
     assert {
-        ("getPageNormal", "ACQUIRE"),
         ("pcache1FetchStage2", "ACQUIRE"),
         ("pcache1Free", "RELEASE"),
         ("sqlite3PagerWrite", "USE"),

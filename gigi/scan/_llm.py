@@ -148,9 +148,7 @@ class LLMBackend:
             g.members = [m for rec in [g.name, *g.elements] for m in by_record.get(rec, [])]
         return out
 
-    def phase2(
-        self, fn: Function, resource: str, guess: ResourceGuess, own: dict
-    ) -> list[Candidate]:
+    def phase2(self, fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]:
         request = {
             "function": fn.name,
             "file": fn.file,

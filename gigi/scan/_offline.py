@@ -34,7 +34,7 @@ BUFFER = re.compile(r"^(ring|buf|buffer|data|bytes|mem)", re.I)
 FLAG = re.compile(r"busy|in_use|inuse|used|exclusive|locked|pinned|owned|taken|held", re.I)
 LINK = re.compile(r"next|prev|link|lru_|_lru", re.I)
 # counts of what is left: lowering one takes units, raising it gives them back
-INVERSE = re.compile(r"free|avail|idle|remaining|left", re.I)
+INVERSE = re.compile(r"free|avail|idle|remaining|left|recycl", re.I)
 
 
 def record_pattern(record: str) -> re.Pattern:
@@ -42,34 +42,64 @@ def record_pattern(record: str) -> re.Pattern:
     return re.compile(rf"\b{re.escape(record)}(_t)?\b")
 
 
-def takes_units(a) -> bool:
+def _counted(a) -> str | None:
+    """The member an assignment moves, when it is a count of units (not a statistic)."""
+    if a.op not in ("+=", "-="):
+        return None
     member = a.target.split(".", 1)[1] if "." in a.target else a.target
-    return (a.op == "+=") != bool(INVERSE.search(member)) if a.op in ("+=", "-=") else False
+    counts = COUNTER.search(member) or INVERSE.search(member) or re.match(r"n[A-Z]", member)
+    return member if counts else None
+
+
+def takes_units(a) -> bool:
+    member = _counted(a)
+    return member is not None and (a.op == "+=") != bool(INVERSE.search(member))
 
 
 def gives_units(a) -> bool:
-    member = a.target.split(".", 1)[1] if "." in a.target else a.target
-    return (a.op == "-=") != bool(INVERSE.search(member)) if a.op in ("+=", "-=") else False
+    member = _counted(a)
+    return member is not None and (a.op == "-=") != bool(INVERSE.search(member))
 
 
 ACQUIRE_NAME = re.compile(
     r"get|acquire|alloc|checkout|claim|lookup|reserve|pin|fetch|insert|open|lock|take|grab"
+    r"|begin|enter|start"
     r"|obtain|borrow|lease|new_",
     re.I,
 )
 RELEASE_NAME = re.compile(
-    r"release|free|put|checkin|unpin|truncate|evict|unlock|close|drop|return|give|purge"
+    r"release|free|put|checkin|unpin|unref|deref|decref|truncate|evict|unlock|close|drop"
+    r"|return|give|purge|end"
     r"|dealloc|reclaim|discard|remove",
     re.I,
 )
 BLOCKING = re.compile(
     r"wait|sleep|nanosleep|sched_yield|yield|poll|select|futex|sem_wait|evict|flush|checkpoint"
-    r"|disk_|pread|pwrite|fsync|recv|read$|write$|backoff",
+    r"|disk_|pread|pwrite|fsync|recv|read$|write$|backoff|busy|lock|try|retry",
     re.I,
 )
 
 
 SLEEPS = re.compile(r"wait|sleep|yield|futex|sem_wait", re.I)
+# the synchronization that guards a resource's own bookkeeping, not a lock one hands out
+GUARD = re.compile(
+    r"pthread_mutex|pthread_spin|pthread_cond|mutex_enter|mutex_leave|lock_guard|unique_lock"
+    r"|scoped_lock|EnterCritical|LeaveCritical",
+    re.I,
+)
+
+
+def lock_calls(fn: Function, unlock: bool) -> list:
+    """Calls that take (or, with ``unlock``, give back) a lock handed out by a lock manager,
+    the guards of the function's own critical section left out."""
+    out = []
+    for c in fn.calls:
+        if GUARD.search(c.callee) or not re.search(r"lock", c.callee, re.I):
+            continue
+        releasing = bool(re.search(r"unlock", c.callee, re.I)) or any("UNLOCK" in a for a in c.args)
+        if releasing == unlock:
+            out.append(c)
+    return out
 
 
 @dataclass
@@ -148,11 +178,12 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
         if score < 4:
             continue
         low = (r.name + " " + r.comment).lower()
+        lock_state = any(re.search(r"lock$|^e_?lock|lock_?mode", n, re.I) for n in names)
         sharing = (
-            "log"
-            if re.search(r"log|wal|journal|ring", low) and not re.search(r"lock", low)
-            else "shared"
-            if re.search(r"lock|mdl|latch", low)
+            "shared"
+            if re.search(r"lock|mdl|latch", low) or lock_state
+            else "log"
+            if re.search(r"log|wal|journal|ring", low)
             else "pool"
         )
         unit = (
@@ -170,38 +201,46 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
     return out
 
 
-def owners(resources: list[ResourceGuess]) -> dict[str, str]:
-    """record name -> the resource it belongs to (the resource itself, or its objects)."""
-    out = {}
+def owners(resources: list[ResourceGuess]) -> dict[str, list[str]]:
+    """record name -> the resources it belongs to (the resource itself, or one whose objects
+    it is: a page header may be the object of a cache and of a pager)."""
+    out: dict[str, list[str]] = {}
     for g in resources:
+        out.setdefault(g.name, []).append(g.name)
         for e in g.elements:
-            out.setdefault(e, g.name)
-    for g in resources:
-        out[g.name] = g.name
+            out.setdefault(e, []).append(g.name)
     return out
 
 
-def resource_of(fn: Function, own: dict[str, str]) -> str | None:
-    """The resource a function works on: the one whose members (or whose objects' members)
-    it touches most; a method of the resource's class belongs to it."""
-    if fn.record in own and own[fn.record] == fn.record:
+def records_of(guess: ResourceGuess) -> set[str]:
+    """The resource's own record and its objects'."""
+    return {guess.name, *guess.elements}
+
+
+def resource_of(fn: Function, own: dict[str, list[str]], files: dict[str, str]) -> str | None:
+    """The resource a function works on: a method of the resource's class belongs to it;
+    otherwise the one whose own members it touches most (twice an object's member), then the
+    one declared in the same file. ``files``: resource -> the file declaring it."""
+    if fn.record in own and fn.record in own[fn.record]:
         return fn.record
-    counts: dict[str, int] = {}
+    score: dict[str, float] = {}
     for a in fn.accesses:
-        if a.record in own:
-            counts[own[a.record]] = counts.get(own[a.record], 0) + 1
+        for res in own.get(a.record, []):
+            score[res] = score.get(res, 0.0) + (2.0 if a.record == res else 1.0)
     for t, _ in fn.params:
-        for rec, res in own.items():
+        for rec, holders in own.items():
             if record_pattern(rec).search(t):
-                counts[res] = counts.get(res, 0) + 1
-    return max(counts, key=lambda k: (counts[k], k)) if counts else None
+                for res in holders:
+                    score[res] = score.get(res, 0.0) + (2.0 if rec == res else 1.0)
+    for res in score:
+        if files.get(res) == fn.file:
+            score[res] += 1.5
+    return max(score, key=lambda k: (score[k], k)) if score else None
 
 
-def phase2(
-    fn: Function, resource: str, guess: ResourceGuess, own: dict[str, str]
-) -> list[Candidate]:
+def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]:
     """Every event this function may perform on ``resource``."""
-    mine = {r for r, res in own.items() if res == resource}
+    mine = records_of(guess)
     out: list[Candidate] = []
 
     def cand(kind, line, why, obj="", amount="1"):
@@ -235,8 +274,9 @@ def phase2(
     returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(
         _member_of(s, mine) for _, srcs, _ in fn.returns for s in srcs
     )
-    if (takes or cas) and (returns_object or ACQUIRE_NAME.search(short)):
-        line = max([a.line for a in takes] + [c.line for c in cas])
+    locks = lock_calls(fn, unlock=False) if guess.sharing in ("shared", "exclusive") else []
+    if (takes or cas or locks) and (returns_object or ACQUIRE_NAME.search(short)):
+        line = max([a.line for a in takes] + [c.line for c in cas] + [c.line for c in locks])
         amount = next(
             (a.text.split("+=")[-1].strip() for a in takes if a.op == "+=" and "+=" in a.text), "1"
         )
@@ -259,6 +299,8 @@ def phase2(
         )
     ]
     frees = [c for c in fn.calls if re.search(r"^(free|.*_free|.*put|atomic_store.*)$", c.callee)]
+    if guess.sharing in ("shared", "exclusive"):
+        frees += lock_calls(fn, unlock=True)
     deletes = [line for line, _ in fn.deletes]
     objects = [
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
@@ -269,7 +311,8 @@ def phase2(
     data = [
         a
         for a in fn.accesses
-        if a.record in mine
+        if objects
+        and a.record in mine
         and a.record != resource
         and not _bookkeeping(a.member)
         or a.record == resource

@@ -46,6 +46,7 @@ class Loop:
     end_line: int
     infinite: bool
     cond_members: list[str]  # record.member read by the condition
+    cond_locals: list[str]  # locals read by the condition
     cond_calls: list[str]
     body_calls: list[str]
 
@@ -335,7 +336,7 @@ class _Walker:
             end_line=c.extent.end.line,
             record=owner,
             return_type=c.result_type.spelling,
-            params=[(a.type.spelling, a.spelling) for a in c.get_arguments()],
+            params=[(_type_names(a.type), a.spelling) for a in c.get_arguments()],
             comment=_comment(c),
         )
         for t, n in fn.params:
@@ -468,9 +469,11 @@ class _Body:
         else:
             cond_nodes = kids[:-1]
         cond_members = []
+        cond_locals = []
         cond_calls = []
         for n in cond_nodes:
             cond_members += [r for r in self.reads(n) if "." in r]
+            cond_locals += [r for r in self.reads(n) if "." not in r]
             cond_calls += [x.spelling for x in n.walk_preorder() if x.kind == K.CALL_EXPR]
         text = _text(c)
         infinite = (c.kind == K.FOR_STMT and text.replace(" ", "").startswith("for(;;)")) or (
@@ -487,6 +490,7 @@ class _Body:
                 c.extent.end.line,
                 infinite,
                 cond_members,
+                cond_locals,
                 cond_calls,
                 body_calls,
             )
@@ -505,6 +509,8 @@ class _Body:
                 r = self.reads(inner[0])
                 receiver = next((x for x in r if "." in x), "")
         args = [_text(a) for a in c.get_arguments()] if hasattr(c, "get_arguments") else []
+        if any(not a for a in args) and c.location.line <= len(self.lines):
+            args.append(self.lines[c.location.line - 1].strip())  # arguments from macros
         self.fn.calls.append(Call(callee, c.location.line, loops, receiver, args))
 
     # expressions
@@ -610,6 +616,12 @@ _OP_NAMES = {
     "PreDec": "--",
     "AddrOf": "&",
 }
+
+
+def _type_names(t) -> str:
+    """A type as written and, when a typedef hides it, as it is: ``DbPage * | PgHdr *``."""
+    canonical = t.get_canonical().spelling.replace("struct ", "")
+    return t.spelling if canonical == t.spelling else f"{t.spelling} | {canonical}"
 
 
 def _text(c) -> str:

@@ -13,7 +13,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gigi.scan._offline import Candidate, ResourceGuess, owners, phase1, phase2, resource_of
+from gigi.scan._offline import (
+    Candidate,
+    ResourceGuess,
+    owners,
+    phase1,
+    phase2,
+    records_of,
+    resource_of,
+)
 from gigi.scan._parse import (
     ScanError,
     Unit,
@@ -84,22 +92,23 @@ def scan(
         guesses = backend.phase1(records, members)
     names = {g.name: g for g in guesses}
     own = owners(guesses)
+    declared = {g.name: g.file for g in guesses}
     proposals: list[Candidate] = []
     for fn in functions.values():
-        res = resource_of(fn, own)
+        res = resource_of(fn, own, declared)
         if res is None:
             continue
         if backend is None:
-            proposals += phase2(fn, res, names[res], own)
+            proposals += phase2(fn, res, names[res])
         else:
-            proposals += backend.phase2(fn, res, names[res], own)
+            proposals += backend.phase2(fn, res, names[res])
     recall_s = time.perf_counter() - t1
     t2 = time.perf_counter()
     results = []
     for c in proposals:
         fn = functions.get((c.file, c.function))
-        mine = {r for r, res in own.items() if res == c.resource}
         g = names.get(c.resource)
+        mine = records_of(g) if g else set()
         links = {f"{m.record}.{m.name}" for m in (g.members if g else []) if m.element in mine}
         v = verify(c, fn, mine, g is not None, links)
         results.append((c, v.ok, v.reason))

@@ -23,6 +23,7 @@ from gigi.scan._offline import (
     FLAG,
     Candidate,
     gives_units,
+    lock_calls,
     record_pattern,
     takes_units,
 )
@@ -72,6 +73,10 @@ def _derived(fn: Function, mine: set[str]) -> set[str]:
     return out
 
 
+def _resource_params(fn: Function, mine: set[str]) -> set[str]:
+    return {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
+
+
 def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
     takes = [
         a
@@ -93,13 +98,16 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
             _mine(s, mine) and s.split(".")[1] in ("next", "next_free", "link") for s in a.sources
         )
     ]
-    if not (takes or cas or pops):
+    locks = lock_calls(fn, unlock=False)
+    if not (takes or cas or pops or locks):
         return Verdict(
             False,
             "takes nothing: no count raised, flag set, compare-and-swap or "
             "pop; a lookup is not an acquisition",
         )
-    derived = _derived(fn, mine)
+    # the object whose own count is raised is what the caller gets (a reference taken)
+    counted = {a.target_base for a in takes if a.target_base in fn.locals}
+    derived = _derived(fn, mine) | _resource_params(fn, mine) | counted
     returned = [
         (line, srcs)
         for line, srcs, _ in fn.returns
@@ -118,7 +126,9 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         )
     texts = " ".join(a.text for a in fn.assigns) + " ".join(t for _, _, t in fn.returns)
     lookup = (
-        fn.loops
+        locks
+        or any(c2 in srcs for _, srcs, _ in fn.returns for c2 in counted)
+        or fn.loops
         or "[" in texts
         or pops
         or any(LOOKUP_CALL.match(x.callee) and x.receiver for x in fn.calls)
@@ -126,7 +136,15 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     )
     if not lookup:
         return Verdict(False, "the value returned is not found through a lookup")
-    how = "count raised" if takes else "compare-and-swap" if cas else "pop"
+    how = (
+        "count raised"
+        if takes
+        else "compare-and-swap"
+        if cas
+        else "pop"
+        if pops
+        else f"lock taken ({locks[0].callee})"
+    )
     return Verdict(
         True,
         f"{how}; a value derived from the resource is "
@@ -141,6 +159,15 @@ def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdic
     if loop is None:
         return Verdict(False, f"no loop at line {c.line}: a wait is a slow path that repeats")
     state = [m for m in loop.cond_members if _mine(m, mine)]
+    # a local the loop sets from a call on the resource (rc = try_lock(pool)) is its state too
+    params = _resource_params(fn, mine)
+    state += [
+        a.target
+        for a in fn.assigns
+        if loop.line <= a.line <= loop.end_line
+        and a.target in loop.cond_locals
+        and any(_mine(x, mine) or x in params for x in a.sources)
+    ]
     if not (state or loop.cond_calls or loop.infinite):
         return Verdict(False, "the loop's condition reads no runtime state of the resource")
     blocking = [x for x in loop.body_calls + loop.cond_calls if BLOCKING.search(x)]
@@ -173,6 +200,7 @@ def _release(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         for x in fn.calls
         if re.search(r"^(free|.*_free|.*put|atomic_store.*|.*release)$", x.callee)
     ]
+    frees += lock_calls(fn, unlock=True)
     if not (gives or frees or fn.deletes):
         return Verdict(False, "no release effect: nothing lowered, cleared, put back or freed")
     obj = c.object_expr
