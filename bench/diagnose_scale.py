@@ -22,22 +22,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def one(events: int) -> None:
+def one(events: int, keep: Path | None) -> None:
     from ingest import make_trace
 
     from gigi.diagnosis import diagnose
     from gigi.diagnosis._stages import peak_rss
     from gigi.ingest import ingest
 
-    scratch = Path(tempfile.mkdtemp(prefix="gigi-bench-diagnose-"))
+    scratch = keep / str(events) if keep else Path(tempfile.mkdtemp(prefix="gigi-bench-diag-"))
     try:
-        t = time.perf_counter()
-        nbytes = make_trace(scratch / "trace", events)
-        made = time.perf_counter() - t
-        t = time.perf_counter()
-        ingest(scratch / "trace", scratch / "store")
-        ingested = time.perf_counter() - t
-        shutil.rmtree(scratch / "trace")
+        made = ingested = 0.0
+        nbytes = events * 45  # the generated columns, about 45 bytes an event
+        if not (scratch / "store").exists():
+            t = time.perf_counter()
+            nbytes = make_trace(scratch / "trace", events)
+            made = time.perf_counter() - t
+            t = time.perf_counter()
+            ingest(scratch / "trace", scratch / "store")
+            ingested = time.perf_counter() - t
+            shutil.rmtree(scratch / "trace")
         before = peak_rss()
         t = time.perf_counter()
         d = diagnose(scratch / "store")
@@ -57,21 +60,26 @@ def one(events: int) -> None:
             )
         )
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, nargs="+", default=[10_000_000, 100_000_000])
+    ap.add_argument("--keep", type=Path, help="keep the stores here and reuse them next time")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        one(args.one)
+        one(args.one, args.keep)
         return
     gib = 2**30
     for n in args.events:
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True
+            [sys.executable, __file__, "--one", str(n)]
+            + (["--keep", str(args.keep)] if args.keep else []),
+            capture_output=True,
+            text=True,
         )
         if out.returncode != 0:
             print(f"{n:,} events: failed\n{out.stderr.strip()}")

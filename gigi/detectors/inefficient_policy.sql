@@ -22,9 +22,9 @@ WITH held AS (
     SELECT resource, task, object, sum(amount) AS used FROM events WHERE kind = 2 GROUP BY ALL
 ), blamed AS (
     -- others' wait for an object, blamed directly on a holder
-    SELECT b.resource, b.culprit AS task, w.object, sum(b.blame_ns) AS ns
-    FROM metrics_blame AS b JOIN waits AS w ON w.seq = b.wait_seq
-    WHERE b.depth = 0 AND w.object <> 0
+    SELECT b.resource, b.culprit AS task, b.object, sum(b.blame_ns) AS ns
+    FROM metrics_blame AS b
+    WHERE b.depth = 0 AND b.object <> 0
     GROUP BY ALL
 ), uses AS (
     SELECT resource, task, count(*) AS n FROM events WHERE kind = 2 GROUP BY ALL
@@ -71,8 +71,7 @@ WITH held AS (
     -- waits for any unit of the pool (object 0); waits for one object are the path above's
     SELECT b.resource, sum(b.blame_ns) AS ns
     FROM metrics_blame AS b JOIN idle_tasks AS i ON i.resource = b.resource AND i.task = b.culprit
-    JOIN waits AS w ON w.seq = b.wait_seq
-    WHERE w.object = 0
+    WHERE b.object = 0
     GROUP BY b.resource
 ), pool_findings AS (
     SELECT

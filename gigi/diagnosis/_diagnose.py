@@ -277,7 +277,7 @@ def diagnose(
     for name in params or {}:
         if name not in known:
             raise DetectorError(f"no detector parameter {name!r}{did_you_mean(name, known)}")
-    con = connect(entry, memory_limit=_memory_limit())
+    con = connect(entry, memory_limit=_memory_limit(), keep_order=False)
     values = {p.name: p.default for d in dets for p in d.params.values()}
     values.update({k: float(v) for k, v in (params or {}).items()})
     for name, value in values.items():

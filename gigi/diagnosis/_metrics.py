@@ -114,6 +114,7 @@ METRICS_DOC = {
     "metrics_blame": {
         "wait_seq": "events.seq of the victim WAIT",
         "resource": "resource the victim waited for",
+        "object": "object the victim waited for (0: any unit of the resource)",
         "victim": "task that waited",
         "culprit": "task the wait is blamed on",
         "culprit_resource": "resource the culprit held (differs along a chain)",
@@ -387,6 +388,7 @@ def _blame(con, names: list[str]):
         {
             "wait_seq": b.wait_seq,
             "resource": labels.take(b.resource),
+            "object": b.object,
             "victim": b.victim,
             "culprit": b.culprit,
             "culprit_resource": labels.take(b.culprit_resource),

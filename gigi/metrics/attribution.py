@@ -183,7 +183,10 @@ def attribute_fast(waits: Intervals, holders: Intervals) -> Blame:
     )
     keep = v > 0
     w, c, r, d, v = w[keep], c[keep], r[keep], d[keep], v[keep]
-    return Blame(as64(waits.seq)[w], as64(waits.resource)[w], as64(waits.task)[w], c, r, d, v)
+    objects = as64(waits.object)[w] if waits.object is not None else np.zeros(len(w), np.int64)
+    return Blame(
+        as64(waits.seq)[w], as64(waits.resource)[w], objects, as64(waits.task)[w], c, r, d, v
+    )
 
 
 @dataclass
@@ -192,6 +195,7 @@ class Blame:
 
     wait_seq: np.ndarray
     resource: np.ndarray
+    object: np.ndarray  # of the wait
     victim: np.ndarray
     culprit: np.ndarray
     culprit_resource: np.ndarray

@@ -61,12 +61,15 @@ def connect(
     trace: str | None = None,
     variables: dict[str, object] | None = None,
     memory_limit: str = "2GB",
+    keep_order: bool = True,
 ):
     """A DuckDB connection with the views of one trace, able to read nothing else.
 
     ``target`` is a store, a store entry or a raw trace directory (see ``gigi.ingest.locate``).
     ``variables`` are set as DuckDB variables (``getvariable('name')``) for named queries;
-    each query's declared defaults are set first.
+    each query's declared defaults are set first. ``keep_order=False`` lets DuckDB return
+    rows of queries without ORDER BY in any order, for less memory (the diagnosis sorts what
+    it needs).
     """
     import duckdb
 
@@ -75,6 +78,8 @@ def connect(
     spill = os.path.join(tempfile.gettempdir(), f"gigi-duckdb-{os.getuid()}")
     con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
     con.execute("SET threads = 2")
+    if not keep_order:
+        con.execute("SET preserve_insertion_order = false")  # big scans and joins spill more
     bindings = _bindings(entry)
     pending = list(views().values())
     while pending:  # create in dependency order: retry until nothing more binds
