@@ -8,8 +8,22 @@ from gigi.metrics.pairing import HoldPairer, pair_holds_reference
 __all__ = ["HoldPairer", "pair_holds_reference"]
 
 
+# Twins that are another twin over other rows: the wait-time distribution is the hold-time
+# one's query over the waits.
+_OVER = {
+    "wait_time": (
+        "hold_time",
+        {"FROM holds": "FROM waits", "hold_ns": "dur", "AS holds": "AS waits"},
+    )
+}
+
+
 def sql_twin(name: str) -> str:
     """The text of the SQL twin ``gigi/metrics/sql/<name>.sql`` of a kernel."""
     from pathlib import Path
 
-    return (Path(__file__).parent / "sql" / f"{name}.sql").read_text().rstrip().rstrip(";")
+    base, swaps = _OVER.get(name, (name, {}))
+    text = (Path(__file__).parent / "sql" / f"{base}.sql").read_text().rstrip().rstrip(";")
+    for old, new in swaps.items():
+        text = text.replace(old, new)
+    return text

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gigi.scan._offline import Candidate, ResourceGuess, owners
+from gigi.scan._offline import Candidate, ResourceGuess, members_by_record, owners
 from gigi.scan._parse import Function, Member, Record, ScanError
 
 KINDS = ("WAIT", "ACQUIRE", "USE", "RELEASE")
@@ -114,9 +114,7 @@ class LLMBackend:
     # the two phases
 
     def phase1(self, records: list[Record], members: list[Member]) -> list[ResourceGuess]:
-        by_record: dict[str, list[Member]] = {}
-        for m in members:
-            by_record.setdefault(m.record, []).append(m)
+        by_record = members_by_record(members)
         out = []
         for r in records:
             ms = by_record.get(r.name, [])

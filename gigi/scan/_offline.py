@@ -130,10 +130,15 @@ class Candidate:
     why: str
 
 
-def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
+def members_by_record(members: list[Member]) -> dict[str, list[Member]]:
     by_record: dict[str, list[Member]] = {}
     for m in members:
         by_record.setdefault(m.record, []).append(m)
+    return by_record
+
+
+def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
+    by_record = members_by_record(members)
     out = []
     for r in records:
         ms = by_record.get(r.name, [])

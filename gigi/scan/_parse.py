@@ -535,6 +535,12 @@ class _Body:
 
     def member_op(self, c, op: str) -> None:
         """Record a write-like access on the member ``c`` names (through subscripts too)."""
+        node = self.unwrap(c)
+        if node is not None and node.kind == self.K.MEMBER_REF_EXPR:
+            self.access(node, op)
+
+    def unwrap(self, c):
+        """The expression under parentheses, implicit casts and subscripts."""
         K = self.K
         node = c
         while node is not None and node.kind in (
@@ -544,19 +550,11 @@ class _Body:
         ):
             kids = list(node.get_children())
             node = kids[0] if kids else None
-        if node is not None and node.kind == K.MEMBER_REF_EXPR:
-            self.access(node, op)
+        return node
 
     def target(self, c) -> tuple[str, str]:
         K = self.K
-        node = c
-        while node is not None and node.kind in (
-            K.UNEXPOSED_EXPR,
-            K.PAREN_EXPR,
-            K.ARRAY_SUBSCRIPT_EXPR,
-        ):
-            kids = list(node.get_children())
-            node = kids[0] if kids else None
+        node = self.unwrap(c)
         if node is None:
             return "", ""
         if node.kind == K.CALL_EXPR and node.spelling == "operator[]":
