@@ -2,8 +2,8 @@
 quantiles and a log2-bucket histogram (numba).
 
 Quantile P (in percent) of n durations is the ``ceil(P * n / 100)``-th smallest (1-based), in
-integer arithmetic so that the SQL twin (``sql/hold_time.sql``; over the waits, ``wait_time``) finds
-the very same value. Bucket b of the histogram counts ``2**(b-1) <= ns < 2**b`` (bucket 0:
+integer arithmetic so that the SQL twin (``sql/hold_time.sql``, and the same over the waits)
+finds the very same value. Bucket b of the histogram counts ``2**(b-1) <= ns < 2**b`` (bucket 0:
 0 ns). The durations are sorted once, group-major, on one int64 key (group in the high bits)
 when the two fit together, else by a stable two-key sort; the kernel then walks each group's
 run once.
