@@ -13,21 +13,33 @@
 -- param policy_min_hold_ratio: an idle holder's mean hold as a multiple of the median hold (default 4)
 -- param policy_min_churn: ACQUIREs per second before churn counts (default 200)
 -- param policy_max_churn_use: used / acquired units below which churn is waste (default 0.05)
-WITH held AS (
-    -- (a RELEASE whose ACQUIRE was lost still says its task held the object)
-    SELECT resource, coalesce(task, release_task) AS task, object, sum(amount) AS held,
-           sum(hold_ns) AS hold_ns
-    FROM holds WHERE coalesce(task, release_task) IS NOT NULL GROUP BY ALL
-), used AS (
-    SELECT resource, task, object, sum(amount) AS used FROM events WHERE kind = 2 GROUP BY ALL
-), blamed AS (
+WITH blamed AS (
     -- others' wait for an object, blamed directly on a holder
     SELECT b.resource, b.culprit AS task, b.object, sum(b.blame_ns) AS ns
     FROM metrics_blame AS b
     WHERE b.depth = 0 AND b.object <> 0
     GROUP BY ALL
+), held AS (
+    -- (a RELEASE whose ACQUIRE was lost still says its task held the object); only the
+    -- holds others were blamed on are looked at
+    SELECT h.resource, coalesce(h.task, h.release_task) AS task, h.object, sum(h.amount) AS held,
+           sum(h.hold_ns) AS hold_ns
+    FROM holds AS h
+    SEMI JOIN blamed AS b ON b.resource = h.resource AND b.object = h.object
+        AND b.task = coalesce(h.task, h.release_task)
+    GROUP BY ALL
+), used AS (
+    SELECT e.resource, e.task, e.object, sum(e.amount) AS used
+    FROM events AS e
+    SEMI JOIN blamed AS b ON b.resource = e.resource AND b.task = e.task AND b.object = e.object
+    WHERE e.kind = 2
+    GROUP BY ALL
 ), uses AS (
-    SELECT resource, task, count(*) AS n FROM events WHERE kind = 2 GROUP BY ALL
+    SELECT e.resource, e.task, count(*) AS n
+    FROM events AS e
+    SEMI JOIN blamed AS b ON b.resource = e.resource AND b.task = e.task
+    WHERE e.kind = 2
+    GROUP BY ALL
 ), idle_holds AS (
     -- an object held and hardly used while the same task works through other objects of the
     -- resource: it did not need to keep it (one lost USE event cannot make a hold look idle)
