@@ -268,7 +268,17 @@ def _per_task(con, names: list[str]) -> pa.Table:
         FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
     """).to_arrow_table()
     e = con.sql("SELECT resource, task, kind, ts, amount FROM events WHERE kind IN (1, 2)")
-    return _task_table(w, h, e.to_arrow_table(), names)
+    e = e.to_arrow_table()
+    # resource by resource: the pairs and the sweep never mix resources, and the sweep's
+    # arrays are then the size of one resource's share of the trace
+    parts = []
+    for name in names:
+        mine = [t.filter(pc.equal(t.column("resource"), name)) for t in (w, h, e)]
+        if any(t.num_rows for t in mine):
+            parts.append(_task_table(*mine, [name]))
+    if not parts:
+        return _task_table(w, h, e, names)
+    return pa.concat_tables(parts)
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
