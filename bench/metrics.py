@@ -7,7 +7,8 @@ Builds the synthetic trace of bench/ingest.py, ingests it, loads the columns onc
 numpy pass over the same columns (a bincount: the memory-bandwidth reference): the
 per-resource totals, the hold-time and wait-time distributions, and the per-task shares
 (whose twin, a join of elementary time segments, runs on the first --twin-events events
-only; the ratio is then per event). Optionally the whole `diagnose`. Prints the ratios.
+only; the ratio is then per event), and its sweep alone on the sorted boundaries against one
+numpy pass over those columns. Optionally the whole `diagnose`. Prints the ratios.
 """
 
 from __future__ import annotations
@@ -91,7 +92,30 @@ def _shares(scratch: Path, twin_events: int, repeats: int):
     small = connect(part / "store")
     sql = sql_twin("task_shares")
     q = timed(lambda: small.sql(sql).fetchall(), 1)
-    return ("per-task shares", k, q, n, whole / twin_events)
+    # the sweep alone, on its sorted boundaries, against one numpy pass over the same columns
+    from gigi.diagnosis._metrics import _codes, _factorize
+    from gigi.metrics.tasks import boundaries, task_shares
+
+    wres, hres = _codes(w.column("resource"), names), _codes(h.column("resource"), names)
+    keys = np.concatenate([w.column("task").to_numpy(), h.column("task").to_numpy()])
+    keys = keys * len(names) + np.concatenate([wres, hres])  # (task, resource) as _task_table
+    _, pair = _factorize(keys)
+    n_pairs = int(pair.max()) + 1 if len(pair) else 0
+    res_of_pair = np.zeros(n_pairs, np.int64)
+    res_of_pair[pair] = np.concatenate([wres, hres])
+    wpair, pair = pair[: len(wres)], pair[len(wres) :]
+    bts, btyp, bpair, bamt = boundaries(
+        {"pair": wpair, "start": w.column("ts").to_numpy(), "end": w.column("end_ts").to_numpy()},
+        {"pair": pair, "start": start, "end": end, "amount": amount},
+        {"pair": pair[:0], "ts": start[:0], "amount": amount[:0]},
+    )
+    task_shares(bts[:10], btyp[:10], bpair[:10], bamt[:10], res_of_pair, len(names))
+    sweep = timed(lambda: task_shares(bts, btyp, bpair, bamt, res_of_pair, len(names)), repeats)
+    one_pass = timed(lambda: np.bincount(bpair, weights=bamt * btyp), repeats)
+    return [
+        ("per-task shares (all)", k, q, n, whole / twin_events),
+        ("  of which the sweep", sweep, None, one_pass, 1.0),
+    ]
 
 
 def main() -> None:
@@ -138,16 +162,15 @@ def main() -> None:
         )
         rows = [("per-resource totals", k, q, n, 1.0)]
         rows += _distributions(con, names, args.repeats)
-        rows.append(_shares(scratch, args.twin_events, args.repeats))
+        rows += _shares(scratch, args.twin_events, args.repeats)
         d = timed(lambda: diagnose(scratch / "store"), 1) if args.diagnose else None
         print(f"{args.events:,} events, {len(names)} resources; medians of {args.repeats}")
         head = f"{'kernel':24s} {'numba':>8s} {'SQL twin':>9s} {'numpy':>8s}"
         print(f"{head}  twin/kernel  kernel/numpy")
         for name, kern, twin, base, scale in rows:
-            print(
-                f"{name:24s} {kern:7.3f}s {twin:8.3f}s {base:7.3f}s  {twin * scale / kern:10.1f}x"
-                f"  {kern / base:11.2f}x"
-            )
+            twin_s = f"{twin:8.3f}s" if twin is not None else f"{'-':>9s}"
+            ratio = f"{twin * scale / kern:10.1f}x" if twin is not None else f"{'-':>11s}"
+            print(f"{name:24s} {kern:7.3f}s {twin_s} {base:7.3f}s  {ratio}  {kern / base:11.2f}x")
         if d is not None:
             print(f"diagnose (all)        {d:7.3f} s")
     finally:
