@@ -32,11 +32,11 @@ def clang_headers():
         and shutil.which("apt-get")
         and os.geteuid() == 0
     ):
-        subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "libclang-common-16-dev"],
-            capture_output=True,
-            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-        )
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "-qq", "libclang-common-16-dev"]
+        if subprocess.run(install, capture_output=True, env=env).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
+            subprocess.run(install, capture_output=True, env=env)
         builtin_include_dir.cache_clear()
 
 
