@@ -30,7 +30,7 @@ COUNTER = re.compile(
 )
 CAPACITY = re.compile(r"capacity|^size$|max|limit|n_?slots|total|cap_?$|^cap", re.I)
 SYNC = re.compile(r"mutex|cond|condition_variable|atomic|spinlock|sem_t|rwlock|std::mutex", re.I)
-BUFFER = re.compile(r"^(ring|buf|buffer|data|bytes|mem)", re.I)
+BUFFER = re.compile(r"^[paz]?(ring|buf|buffer|data|bytes|mem)_?$", re.I)
 FLAG = re.compile(r"busy|in_use|inuse|used|exclusive|locked|pinned|owned|taken|held", re.I)
 LINK = re.compile(r"next|prev|link|lru_|_lru", re.I)
 # counts of what is left: lowering one takes units, raising it gives them back
@@ -313,6 +313,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     if (gives or frees or deletes) and (RELEASE_NAME.search(short) or gives):
         line = max([a.line for a in gives] + [c.line for c in frees] + deletes)
         cand("RELEASE", line, "gives units back", objects[-1] if objects else "")
+    pointers = {(m.record, m.name) for m in guess.members if m.element}
     data = [
         a
         for a in fn.accesses
@@ -320,6 +321,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and a.record in mine
         and a.record != resource
         and not _bookkeeping(a.member)
+        and (a.record, a.member) not in pointers  # a reference to another struct, not data
         or a.record == resource
         and BUFFER.match(a.member)
     ]
@@ -340,6 +342,7 @@ def _bookkeeping(member: str) -> bool:
         or FLAG.search(member)
         or LINK.search(member)
         or CAPACITY.search(member)
+        or re.search(r"flags?$|^i?key$|^pgno$|^id$|_id$", member, re.I)
     )
 
 
