@@ -66,17 +66,11 @@ def _distributions(con, names, repeats):
 def _shares(scratch: Path, twin_events: int, repeats: int):
     """The per-task shares (pair codes, bincounts, the sort of the boundaries and the sweep)
     on the whole trace's columns; its twin on a prefix of the trace, scaled per event."""
-    from gigi.diagnosis._metrics import HELD_UNTIL, _task_table
+    from gigi.diagnosis._metrics import _task_table, task_inputs
 
     con = connect(scratch / "store")
     names = [r for (r,) in con.sql("SELECT resource FROM resources ORDER BY 1").fetchall()]
-    w = con.sql("SELECT resource, task, ts, end_ts, dur FROM waits").to_arrow_table()
-    h = con.sql(f"""
-        SELECT h.resource, h.task, h.acquire_ts, {HELD_UNTIL} AS end_ts, h.hold_ns, h.amount
-        FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
-    """).to_arrow_table()
-    e = con.sql("SELECT resource, task, kind, ts, amount FROM events WHERE kind IN (1, 2)")
-    e = e.to_arrow_table()
+    w, h, e = task_inputs(con)
     _task_table(w.slice(0, 10), h.slice(0, 10), e.slice(0, 10), names)  # compile / load
     k = timed(lambda: _task_table(w, h, e, names), repeats)
     amount, start = h.column("amount").to_numpy(), h.column("acquire_ts").to_numpy()

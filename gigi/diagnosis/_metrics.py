@@ -259,16 +259,22 @@ def _wait_times(con, names: list[str]) -> pa.Table:
     )
 
 
-def _per_task(con, names: list[str]) -> pa.Table:
-    """``metrics_tasks``: bincounts per (resource, task) pair, the wait quantiles by the
-    hold-time kernel keyed by pair, and the shares by ``gigi.metrics.tasks``."""
+def task_inputs(con) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The waits, the holds (until HELD_UNTIL) and the ACQUIRE/USE events the per-task
+    kernels read."""
     w = con.sql("SELECT resource, task, ts, end_ts, dur FROM waits").to_arrow_table()
     h = con.sql(f"""
         SELECT h.resource, h.task, h.acquire_ts, {HELD_UNTIL} AS end_ts, h.hold_ns, h.amount
         FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
     """).to_arrow_table()
     e = con.sql("SELECT resource, task, kind, ts, amount FROM events WHERE kind IN (1, 2)")
-    e = e.to_arrow_table()
+    return w, h, e.to_arrow_table()
+
+
+def _per_task(con, names: list[str]) -> pa.Table:
+    """``metrics_tasks``: bincounts per (resource, task) pair, the wait quantiles by the
+    hold-time kernel keyed by pair, and the shares by ``gigi.metrics.tasks``."""
+    w, h, e = task_inputs(con)
     # resource by resource: the pairs and the sweep never mix resources, and the sweep's
     # arrays are then the size of one resource's share of the trace
     parts = []
