@@ -288,31 +288,14 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         obj = next((srcs[0] for _, srcs, _ in fn.returns if srcs and srcs[0] in fn.locals), "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
     links = {f"{m.record}.{m.name}" for m in guess_members(guess) if m.element in mine}
-    gives = [
-        a
-        for a in fn.assigns
-        if gives_units(a)
-        and _member_of(a.target, mine)
-        or a.op == "="
-        and _member_of(a.target, mine)
-        and (
-            _falsy(a.text)
-            and FLAG.search(a.target.split(".", 1)[1])
-            or a.target in links
-            and any(s in {n for _, n in fn.params} for s in a.sources)
-            or a.target.split(".", 1)[1].rstrip("_") == "tail"
-        )
-    ]
-    frees = [c for c in fn.calls if re.search(r"^(free|.*_free|.*put|atomic_store.*)$", c.callee)]
-    if guess.sharing in ("shared", "exclusive"):
-        frees += lock_calls(fn, unlock=True)
-    deletes = [line for line, _ in fn.deletes]
     objects = [
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
     ]
-    if (gives or frees or deletes) and (RELEASE_NAME.search(short) or gives):
-        line = max([a.line for a in gives] + [c.line for c in frees] + deletes)
-        cand("RELEASE", line, "gives units back", objects[-1] if objects else "")
+    obj = objects[-1] if objects else ""
+    effects = release_effects(fn, mine, links, obj, locks=guess.sharing in ("shared", "exclusive"))
+    gives = [e for e in effects if e.what in ("count lowered", "put back")]
+    if effects and (RELEASE_NAME.search(short) or gives):
+        cand("RELEASE", max(e.line for e in effects), "gives units back", obj)
     pointers = {(m.record, m.name) for m in guess.members if m.element}
     data = [
         a
@@ -333,6 +316,57 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             objects[0] if objects else "",
         )
     return out
+
+
+@dataclass
+class Effect:
+    line: int
+    path: tuple  # the if-branches it sits in
+    what: str  # count lowered, put back, freed, unlocked, handed to a release
+
+
+def release_effects(
+    fn: Function, mine: set[str], links: set[str], obj: str, locks: bool = True
+) -> list[Effect]:
+    """Where the function gives units back: a count lowered, a flag cleared or a tail moved,
+    an object put back on a list, free/put/delete, an unlock, or the object handed to a
+    function named for releasing it."""
+    params = {n for _, n in fn.params}
+    out = []
+    for a in fn.assigns:
+        if not _member_of(a.target, mine):
+            continue
+        member = a.target.split(".", 1)[1]
+        if gives_units(a):
+            out.append(Effect(a.line, a.path, "count lowered"))
+        elif a.op == "=" and (
+            _falsy(a.text)
+            and FLAG.search(member)
+            or a.target in links
+            and any(x in params for x in a.sources)
+            or member.rstrip("_") == "tail"
+        ):
+            out.append(Effect(a.line, a.path, "put back"))
+    for c in fn.calls:
+        if re.search(r"^(free|.*_free|.*put|atomic_store.*)$", c.callee):
+            out.append(Effect(c.line, c.path, "freed"))
+        elif (
+            obj
+            and RELEASE_NAME.search(c.callee)
+            and any(re.search(rf"\b{re.escape(obj)}\b", x) for x in c.args)
+        ):
+            out.append(Effect(c.line, c.path, f"handed to {c.callee}"))
+    if locks:
+        out += [Effect(c.line, c.path, "unlocked") for c in lock_calls(fn, unlock=True)]
+    out += [Effect(line, (), "freed") for line, _ in fn.deletes]
+    return out
+
+
+def same_path(a: tuple, b: tuple) -> bool:
+    """Whether two places can both run: no if takes one branch for one and the other for
+    the other."""
+    branch = dict(a)
+    return all(branch.get(i, side) == side for i, side in b)
 
 
 def _bookkeeping(member: str) -> bool:

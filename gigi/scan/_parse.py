@@ -58,6 +58,7 @@ class Call:
     loops: int  # how many loops enclose it
     receiver: str  # record.member a method is called on ("" when none)
     args: list[str]
+    path: tuple = ()  # the if-branches it sits in: ((if id, 0 then / 1 else), ...)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Assign:
     sources: list[str]  # locals and record.member read by the value
     op: str  # "=", "+=", "-=", ...
     text: str
+    path: tuple = ()
 
 
 @dataclass
@@ -87,7 +89,8 @@ class Function:
     returns: list[tuple[int, list[str], str]] = field(default_factory=list)  # line, from, text
     deletes: list[tuple[int, str]] = field(default_factory=list)
     locals: dict[str, str] = field(default_factory=dict)  # name -> type
-    uses_after: dict[str, list[int]] = field(default_factory=dict)  # local -> lines referenced
+    # local -> where it is referenced: (line, if-branch path)
+    uses_after: dict[str, list[tuple[int, tuple]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -382,12 +385,26 @@ class _Body:
         self.K = ci.CursorKind
         self.fn = fn
         self.lines = lines
+        self.path: tuple = ()
+        self.ifs = 0
 
     def visit(self, c, loops: int) -> None:
         K = self.K
         k = c.kind
         if k in (K.WHILE_STMT, K.FOR_STMT, K.DO_STMT, K.CXX_FOR_RANGE_STMT):
             self.loop(c, loops)
+            return
+        if k == K.IF_STMT:  # the condition on the current path, each branch on its own
+            kids = list(c.get_children())
+            self.ifs += 1
+            me = self.ifs
+            if kids:
+                self.visit(kids[0], loops)
+            outer = self.path
+            for branch, kid in enumerate(kids[1:3]):
+                self.path = (*outer, (me, branch))
+                self.visit(kid, loops)
+            self.path = outer
             return
         if k == K.VAR_DECL:
             self.fn.locals[c.spelling] = c.type.spelling
@@ -398,7 +415,15 @@ class _Body:
             ]
             if init:
                 self.fn.assigns.append(
-                    Assign(c.location.line, c.spelling, "", self.reads(init[-1]), "=", _text(c))
+                    Assign(
+                        c.location.line,
+                        c.spelling,
+                        "",
+                        self.reads(init[-1]),
+                        "=",
+                        _text(c),
+                        path=self.path,
+                    )
                 )
         elif k == K.BINARY_OPERATOR or k == K.COMPOUND_ASSIGNMENT_OPERATOR:
             op = _operator(c)
@@ -406,7 +431,9 @@ class _Body:
                 lhs, rhs = list(c.get_children())[:2]
                 target, base = self.target(lhs)
                 self.fn.assigns.append(
-                    Assign(c.location.line, target, base, self.reads(rhs), op, _text(c))
+                    Assign(
+                        c.location.line, target, base, self.reads(rhs), op, _text(c), path=self.path
+                    )
                 )
                 self.member_op(lhs, {"=": "write", "+=": "inc", "-=": "dec"}.get(op, "write"))
         elif k == K.UNARY_OPERATOR:
@@ -423,6 +450,7 @@ class _Body:
                         [target],
                         "+=" if op == "++" else "-=",
                         _text(c),
+                        path=self.path,
                     )
                 )
             elif op == "&" and child is not None:
@@ -437,7 +465,9 @@ class _Body:
                 target, base = self.target(lhs)
                 op = c.spelling[len("operator") :]
                 self.fn.assigns.append(
-                    Assign(c.location.line, target, base, self.reads(rhs), op, _text(c))
+                    Assign(
+                        c.location.line, target, base, self.reads(rhs), op, _text(c), path=self.path
+                    )
                 )
         elif k == K.UNEXPOSED_EXPR and c.location.line <= len(self.lines):
             # C11 atomics are builtins from macros (no tokens of their own): keep them as
@@ -445,7 +475,7 @@ class _Body:
             line = c.location.line
             for name in re.findall(r"\b(atomic_\w+)\s*\(", self.lines[line - 1]):
                 if not any(x.line == line and x.callee == name for x in self.fn.calls):
-                    self.fn.calls.append(Call(name, line, loops, "", []))
+                    self.fn.calls.append(Call(name, line, loops, "", [], self.path))
         elif k == K.RETURN_STMT:
             kids = list(c.get_children())
             self.fn.returns.append((c.location.line, self.reads(kids[0]) if kids else [], _text(c)))
@@ -456,7 +486,7 @@ class _Body:
         elif k == K.DECL_REF_EXPR:
             name = c.spelling
             if name in self.fn.locals:
-                self.fn.uses_after.setdefault(name, []).append(c.location.line)
+                self.fn.uses_after.setdefault(name, []).append((c.location.line, self.path))
         for x in c.get_children():
             self.visit(x, loops)
 
@@ -511,7 +541,7 @@ class _Body:
         args = [_text(a) for a in c.get_arguments()] if hasattr(c, "get_arguments") else []
         if any(not a for a in args) and c.location.line <= len(self.lines):
             args.append(self.lines[c.location.line - 1].strip())  # arguments from macros
-        self.fn.calls.append(Call(callee, c.location.line, loops, receiver, args))
+        self.fn.calls.append(Call(callee, c.location.line, loops, receiver, args, self.path))
 
     # expressions
 

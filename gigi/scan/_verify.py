@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from gigi.scan._offline import (
     BLOCKING,
-    FLAG,
     Candidate,
-    gives_units,
     lock_calls,
     record_pattern,
+    release_effects,
+    same_path,
     takes_units,
 )
 from gigi.scan._parse import Function
@@ -178,48 +178,24 @@ def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdic
 
 
 def _release(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
-    params = {n for _, n in fn.params}
-    gives = [
-        a
-        for a in fn.assigns
-        if _mine(a.target, mine)
-        and (
-            gives_units(a)
-            or a.op == "="
-            and (
-                re.search(r"=\s*(false|0|NULL|nullptr)\s*$", a.text)
-                and FLAG.search(a.target.split(".", 1)[1])
-                or a.target in links
-                and any(s in params for s in a.sources)
-                or a.target.split(".", 1)[1].rstrip("_") == "tail"
-            )
-        )
-    ]
-    frees = [
-        x
-        for x in fn.calls
-        if re.search(r"^(free|.*_free|.*put|atomic_store.*|.*release)$", x.callee)
-    ]
-    frees += lock_calls(fn, unlock=True)
-    if not (gives or frees or fn.deletes):
+    obj = c.object_expr if c.object_expr in fn.locals else ""
+    effects = release_effects(fn, mine, links, obj)
+    if not effects:
         return Verdict(False, "no release effect: nothing lowered, cleared, put back or freed")
-    obj = c.object_expr
-    if obj and obj in fn.locals:
-        later = [n for n in fn.uses_after.get(obj, []) if n > c.line]
+    last = max(effects, key=lambda e: e.line)
+    if obj:
+        # a use on a path that can run after the last release effect (not in a branch the
+        # release did not take)
+        later = [
+            n
+            for n, path in fn.uses_after.get(obj, [])
+            if n > last.line and same_path(path, last.path)
+        ]
         if later:
             return Verdict(False, f"{obj} is used again at line {later[0]}, after its release")
         if any(obj in srcs for _, srcs, _ in fn.returns):
             return Verdict(False, f"{obj} is returned: it was not given back")
-    how = (
-        "count lowered"
-        if any(gives_units(a) for a in gives)
-        else "put back"
-        if gives
-        else "freed"
-        if frees or fn.deletes
-        else ""
-    )
-    return Verdict(True, f"{how}; the released object is not used afterwards")
+    return Verdict(True, f"{last.what}; the released object is not used afterwards")
 
 
 def _use(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
