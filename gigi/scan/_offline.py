@@ -252,13 +252,11 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         out.append(Candidate(fn.file, fn.name, line, kind, resource, obj, amount, "heuristic", why))
 
     short = fn.name.split("::")[-1]
+    if LIFECYCLE.search(short):
+        return out  # creating or tearing down the resource itself moves none of its units
     for loop in fn.loops:
         blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
-        if (
-            loop.form in ("for", "range-for")
-            and not loop.infinite
-            and not any(SLEEPS.search(c) for c in loop.body_calls)
-        ):
+        if walks(fn, loop) and not any(SLEEPS.search(c) for c in loop.body_calls):
             continue  # an iteration over the resource, not a retry
         if blocking or loop.infinite:
             cand("WAIT", loop.line, f"loop around {', '.join(blocking) or 'a retry'}")
@@ -316,6 +314,24 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             objects[0] if objects else "",
         )
     return out
+
+
+LIFECYCLE = re.compile(r"(open|close|create|destroy|shutdown|init\w*)$", re.I)
+
+
+def walks(fn: Function, loop) -> bool:
+    """Whether a loop iterates (a counted for, or a walk down a list: ``p = p->next``) rather
+    than retries."""
+    if loop.form in ("for", "range-for") and not loop.infinite:
+        return True
+    # the condition's local stepped along a member of what it points to: p = p->next
+    return any(
+        loop.line <= a.line <= loop.end_line
+        and a.target in loop.cond_locals
+        and a.target in a.sources
+        and any("." in x for x in a.sources)
+        for a in fn.assigns
+    )
 
 
 @dataclass

@@ -20,12 +20,14 @@ from dataclasses import dataclass
 
 from gigi.scan._offline import (
     BLOCKING,
+    SLEEPS,
     Candidate,
     lock_calls,
     record_pattern,
     release_effects,
     same_path,
     takes_units,
+    walks,
 )
 from gigi.scan._parse import Function
 
@@ -158,6 +160,8 @@ def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdic
         loop = next((lp for lp in fn.loops if lp.line <= c.line <= lp.end_line), None)
     if loop is None:
         return Verdict(False, f"no loop at line {c.line}: a wait is a slow path that repeats")
+    if walks(fn, loop) and not any(SLEEPS.search(x) for x in loop.body_calls):
+        return Verdict(False, "the loop walks a list or counts: an iteration, not a retry")
     state = [m for m in loop.cond_members if _mine(m, mine)]
     # a local the loop sets from a call on the resource (rc = try_lock(pool)) is its state too
     params = _resource_params(fn, mine)
