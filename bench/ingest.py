@@ -29,8 +29,9 @@ BATCH = 1 << 20
 WRITERS = 8
 
 
-def make_trace(trace: Path, events: int, seed: int = 1) -> int:
-    """Write the synthetic trace; return its in-memory size in bytes."""
+def make_trace(trace: Path, events: int, seed: int = 1, spread_waits: bool = False) -> int:
+    """Write the synthetic trace; return its in-memory size in bytes. Waits last 500 ns, or
+    with ``spread_waits`` anything from 100 ns to 5 us."""
     rng = np.random.default_rng(seed)
     trace.mkdir(parents=True)
     per_writer = events // WRITERS
@@ -64,7 +65,13 @@ def make_trace(trace: Path, events: int, seed: int = 1) -> int:
                         ),
                         "thread": pa.array(np.full(n, 1000 + w, np.int64)),
                         "amount": pa.array(np.ones(n, np.int64)),
-                        "dur": pa.array(np.where(kind == 0, 500, 0).astype(np.int64)),
+                        "dur": pa.array(
+                            np.where(
+                                kind == 0,
+                                rng.integers(100, 5000, n) if spread_waits else 500,
+                                0,
+                            ).astype(np.int64)
+                        ),
                         "object": pa.array(obj.astype(np.int64)),
                     }
                 )

@@ -2,9 +2,10 @@
 
     python bench/metrics.py [--events 10000000] [--repeats 3]
 
-Builds the synthetic trace of bench/ingest.py, ingests it, loads the columns once, then times
-(median of the repeats) each numba kernel, its DuckDB SQL twin over the same store, and one
-numpy pass over the same columns (a bincount: the memory-bandwidth reference): the
+Builds the synthetic trace of bench/ingest.py (waits of spread lengths), ingests it, loads
+the columns once, then times (median of the repeats) each numba kernel, its DuckDB SQL twin
+over the same store, and one numpy pass over the same columns (a bincount, or for the
+distributions a sort: the memory-bandwidth reference): the
 per-resource totals, the hold-time and wait-time distributions, and the per-task shares
 (whose twin, a join of elementary time segments, runs on the first --twin-events events
 only; the ratio is then per event), and its sweep alone on the sorted boundaries against one
@@ -81,7 +82,7 @@ def _shares(scratch: Path, twin_events: int, repeats: int):
     if not part.exists():
         from gigi.ingest import ingest as _ingest
 
-        make_trace(part / "trace", twin_events)
+        make_trace(part / "trace", twin_events, spread_waits=True)
         _ingest(part / "trace", part / "store")
     small = connect(part / "store")
     sql = sql_twin("task_shares")
@@ -121,7 +122,7 @@ def main() -> None:
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="gigi-bench-metrics-"))
     try:
-        make_trace(scratch / "trace", args.events)
+        make_trace(scratch / "trace", args.events, spread_waits=True)
         ingest(scratch / "trace", scratch / "store")
         con = connect(scratch / "store")
         names = [r for (r,) in con.sql("SELECT resource FROM resources ORDER BY 1").fetchall()]
