@@ -184,28 +184,14 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
         cols["victims"].append(int(mine["victim_count_distinct"]))
         cols["trace_ns"].append(span)
     with stage("holds: hold-time distribution"):
-        holds = con.sql("SELECT resource, hold_ns FROM holds").to_arrow_table()
-        counts, quant, hist = hold_time(
-            _codes(holds.column("resource"), names), holds.column("hold_ns").to_numpy(), len(names)
-        )
-        del holds
+        holds = _distribution(con, names, "holds", "hold_ns")
     with stage("waits: wait-time distribution"):
-        waits = _wait_times(con, names)
+        waits = _distribution(con, names, "waits", "dur")
     with stage("tasks: per-task shares"):
         per_task = _per_task(con, names)
     tables = {
         "metrics_resources": pa.table(cols),
-        "metrics_holds": pa.table(
-            {
-                "resource": names,
-                "holds": counts,
-                "p50_ns": quant[:, 0],
-                "p90_ns": quant[:, 1],
-                "p99_ns": quant[:, 2],
-                "max_ns": quant[:, 3],
-                "histogram": pa.array(hist.tolist(), pa.list_(pa.int64())),
-            }
-        ),
+        "metrics_holds": holds,
         "metrics_outstanding": pa.table(
             {
                 "resource": np.repeat(np.array(names, dtype=object), WINDOWS).tolist(),
@@ -241,15 +227,17 @@ def _totals(con, names: list[str], start: int, end: int, batch_rows: int = 1 << 
     return totals.result()
 
 
-def _wait_times(con, names: list[str]) -> pa.Table:
-    waits = con.sql("SELECT resource, dur FROM waits").to_arrow_table()
+def _distribution(con, names: list[str], view: str, column: str) -> pa.Table:
+    """``metrics_holds`` or ``metrics_waits``: the distribution kernel over one view's
+    durations, per resource; the count column is named after the view."""
+    t = con.sql(f"SELECT resource, {column} FROM {view}").to_arrow_table()
     counts, quant, hist = hold_time(
-        _codes(waits.column("resource"), names), waits.column("dur").to_numpy(), len(names)
+        _codes(t.column("resource"), names), t.column(column).to_numpy(), len(names)
     )
     return pa.table(
         {
             "resource": names,
-            "waits": counts,
+            view: counts,
             "p50_ns": quant[:, 0],
             "p90_ns": quant[:, 1],
             "p99_ns": quant[:, 2],

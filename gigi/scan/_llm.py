@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gigi.scan._offline import Candidate, ResourceGuess, members_by_record, owners
+from gigi.scan._offline import Candidate, ResourceGuess, members_by_record
 from gigi.scan._parse import Function, Member, Record, ScanError
 
 KINDS = ("WAIT", "ACQUIRE", "USE", "RELEASE")
@@ -280,4 +280,4 @@ def _check_phase2(a) -> str:
     return ""
 
 
-__all__ = ["LLMBackend", "LLMError", "owners"]
+__all__ = ["LLMBackend", "LLMError"]

@@ -285,7 +285,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         )
         obj = next((srcs[0] for _, srcs, _ in fn.returns if srcs and srcs[0] in fn.locals), "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
-    links = {f"{m.record}.{m.name}" for m in guess_members(guess) if m.element in mine}
+    links = links_of(guess)
     objects = [
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
     ]
@@ -396,8 +396,11 @@ def _bookkeeping(member: str) -> bool:
     )
 
 
-def guess_members(guess: ResourceGuess) -> list[Member]:
-    return guess.members
+def links_of(guess: ResourceGuess) -> set[str]:
+    """The resource's members that list its objects (free lists, slot arrays, maps), as
+    ``record.member``."""
+    mine = records_of(guess)
+    return {f"{m.record}.{m.name}" for m in guess.members if m.element in mine}
 
 
 def _member_of(target: str, records: set[str]) -> bool:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from gigi.scan._offline import (
     Candidate,
     ResourceGuess,
+    links_of,
     owners,
     phase1,
     phase2,
@@ -108,8 +109,7 @@ def scan(
     for c in proposals:
         fn = functions.get((c.file, c.function))
         g = names.get(c.resource)
-        mine = records_of(g) if g else set()
-        links = {f"{m.record}.{m.name}" for m in (g.members if g else []) if m.element in mine}
+        mine, links = (records_of(g), links_of(g)) if g else (set(), set())
         v = verify(c, fn, mine, g is not None, links)
         results.append((c, v.ok, v.reason))
     # a function that acquires or releases touches the data as part of it: not a USE of its own
