@@ -207,10 +207,33 @@ def test_metrics_tables_are_documented_column_by_column(demo_store):
         assert table.column_names == list(METRICS_DOC[name]), name
 
 
+@pytest.mark.parametrize("n_groups", [3, 100_000])  # counting bins, or one sort
+@pytest.mark.parametrize("scale", [4, 3000, 10**9])
+def test_distribution_by_definition(n_groups, scale):
+    from gigi.metrics.holdtime import PERCENTS, hold_time
+
+    rng = np.random.default_rng(scale)
+    group = rng.integers(0, 3, 20_000) * (n_groups // 3)
+    ns = rng.integers(0, scale, 20_000) ** 2 // scale  # skewed, with runs of equal values
+    counts, quant, hist = hold_time(group, ns, n_groups)
+    for g in np.unique(group):
+        mine = np.sort(ns[group == g])
+        assert counts[g] == len(mine)
+        ranks = [max(-(-p * len(mine) // 100), 1) - 1 for p in PERCENTS]
+        assert quant[g].tolist() == [*mine[ranks].tolist(), int(mine[-1])]
+        buckets = np.array([int(x).bit_length() for x in mine])
+        assert hist[g].tolist() == np.bincount(buckets, minlength=64).tolist()
+    assert counts.sum() == len(ns) and hist.sum() == len(ns)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(0, 5000)),
+        st.tuples(
+            st.integers(0, 2),
+            st.integers(1, 3),
+            st.one_of(st.integers(0, 5000), st.integers(0, 10**12)),  # exact bins, or wide ones
+        ),
         min_size=1,
         max_size=30,
     )
