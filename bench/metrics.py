@@ -4,12 +4,13 @@
 
 Builds the synthetic trace of bench/ingest.py (waits of spread lengths), ingests it, loads
 the columns once, then times (median of the repeats) each numba kernel, its DuckDB SQL twin
-over the same store, and one numpy pass over the same columns (a bincount, or for the
-distributions a sort: the memory-bandwidth reference): the
-per-resource totals, the hold-time and wait-time distributions, and the per-task shares
+over the same store, and one numpy pass over the same columns (the memory-bandwidth
+reference: a bincount, or where order matters a sort): the per-resource totals, the hold-time
+and wait-time distributions (reference: a sort of the durations), and the per-task shares
 (whose twin, a join of elementary time segments, runs on the first --twin-events events
-only; the ratio is then per event), and its sweep alone on the sorted boundaries against one
-numpy pass over those columns. Optionally the whole `diagnose`. Prints the ratios.
+only, the ratio then per event; reference: a sort of the boundaries' times, against which
+the boundaries' sort and sweep alone are timed too). Optionally the whole `diagnose`.
+Prints the ratios.
 """
 
 from __future__ import annotations
@@ -76,7 +77,6 @@ def _shares(scratch: Path, twin_events: int, repeats: int):
     k = timed(lambda: _task_table(w, h, e, names), repeats)
     amount, start = h.column("amount").to_numpy(), h.column("acquire_ts").to_numpy()
     end = h.column("end_ts").to_numpy()
-    n = timed(lambda: int((amount * (end - start)).sum()), repeats)  # unit-ns held, one pass
     whole = con.sql("SELECT count(*) FROM events").fetchall()[0][0]
     part = scratch / "prefix"
     if not part.exists():
@@ -87,9 +87,9 @@ def _shares(scratch: Path, twin_events: int, repeats: int):
     small = connect(part / "store")
     sql = sql_twin("task_shares")
     q = timed(lambda: small.sql(sql).fetchall(), 1)
-    # the sweep alone, on its sorted boundaries, against one numpy pass over the same columns
+    # the pack, sort and sweep of the boundaries alone, against one numpy sort of their times
     from gigi.diagnosis._metrics import _codes, _factorize
-    from gigi.metrics.tasks import boundaries, task_shares
+    from gigi.metrics.tasks import task_shares
 
     wres, hres = _codes(w.column("resource"), names), _codes(h.column("resource"), names)
     keys = np.concatenate([w.column("task").to_numpy(), h.column("task").to_numpy()])
@@ -98,18 +98,21 @@ def _shares(scratch: Path, twin_events: int, repeats: int):
     n_pairs = int(pair.max()) + 1 if len(pair) else 0
     res_of_pair = np.zeros(n_pairs, np.int64)
     res_of_pair[pair] = np.concatenate([wres, hres])
-    wpair, pair = pair[: len(wres)], pair[len(wres) :]
-    bts, btyp, bpair, bamt = boundaries(
-        {"pair": wpair, "start": w.column("ts").to_numpy(), "end": w.column("end_ts").to_numpy()},
-        {"pair": pair, "start": start, "end": end, "amount": amount},
+    wts, wend = w.column("ts").to_numpy(), w.column("end_ts").to_numpy()
+    args = (
+        {"pair": pair[: len(wres)], "start": wts, "end": wend},
+        {"pair": pair[len(wres) :], "start": start, "end": end, "amount": amount},
         {"pair": pair[:0], "ts": start[:0], "amount": amount[:0]},
+        res_of_pair,
+        len(names),
     )
-    task_shares(bts[:10], btyp[:10], bpair[:10], bamt[:10], res_of_pair, len(names))
-    sweep = timed(lambda: task_shares(bts, btyp, bpair, bamt, res_of_pair, len(names)), repeats)
-    one_pass = timed(lambda: np.bincount(bpair, weights=bamt * btyp), repeats)
+    sweep = timed(lambda: task_shares(*args), repeats)
+    stamps = np.concatenate([wts, wend, start, end])
+    one_pass = timed(lambda: np.sort(stamps), repeats)
+    n = one_pass
     return [
         ("per-task shares (all)", k, q, n, whole / twin_events),
-        ("  of which the sweep", sweep, None, one_pass, 1.0),
+        ("  of which sort + sweep", sweep, None, one_pass, 1.0),
     ]
 
 

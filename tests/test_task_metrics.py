@@ -80,3 +80,23 @@ def test_task_share_kernel_matches_its_sql_twin(tmp_path_factory, rows):
     assert got == con.sql(sql_twin("task_shares")).fetchall()
     waits = con.sql("SELECT * FROM metrics_waits ORDER BY resource").fetchall()
     assert waits == con.sql(sql_twin("wait_time")).fetchall()
+
+
+def test_shares_over_a_span_too_wide_to_pack_use_time_ranks():
+    import numpy as np
+
+    from gigi.metrics.tasks import task_shares
+
+    def shares(far):
+        # pair 0 holds 2 units over [0, 100) while pair 1 waits [20, 50); pair 2 holds at `far`
+        a = lambda *x: np.array(x, np.int64)  # noqa: E731
+        return task_shares(
+            {"pair": a(1), "start": a(20), "end": a(50)},
+            {"pair": a(0, 2), "start": a(0, far), "end": a(100, far + 5), "amount": a(2, 1)},
+            {"pair": a(0), "ts": a(30), "amount": a(4)},
+            a(0, 0, 0),
+            1,
+        )
+
+    packed, ranked = shares(1000), shares(2**62)
+    assert [x.tolist() for x in packed] == [x.tolist() for x in ranked] == [[60, 0, 0], [4, 0, 0]]

@@ -21,7 +21,7 @@ from gigi.diagnosis._stages import Stages
 from gigi.metrics.attribution import Intervals, attribute_fast
 from gigi.metrics.growth import growth
 from gigi.metrics.holdtime import hold_time
-from gigi.metrics.tasks import boundaries, task_shares
+from gigi.metrics.tasks import task_shares
 from gigi.metrics.totals import TOTALS, Totals
 
 WINDOWS = 50
@@ -285,12 +285,19 @@ def _task_table(w: pa.Table, h: pa.Table, e: pa.Table, names: list[str]) -> pa.T
     """``metrics_tasks`` from the waits, holds and ACQUIRE/USE events (the kernels' part)."""
     parts = [w, h, e]
     res = [_codes(t.column("resource"), names) for t in parts]
-    task = [t.column("task").to_numpy() for t in parts]
-    uniq_task, task_code = _factorize(np.concatenate(task))
-    uniq_key, pair = _factorize(task_code * len(names) + np.concatenate(res))
+    task = np.concatenate([t.column("task").to_numpy() for t in parts])
+    n_res = max(len(names), 1)
+    lo = int(task.min()) if len(task) else 0
+    if len(task) and int(task.max()) - lo < (2**63 - 1) // n_res:
+        uniq_key, pair = _factorize((task - lo) * n_res + np.concatenate(res))
+        task_of_pair = uniq_key // n_res + lo
+    else:
+        uniq_task, task_code = _factorize(task)
+        uniq_key, pair = _factorize(task_code * n_res + np.concatenate(res))
+        task_of_pair = uniq_task[uniq_key // n_res]
     n = len(uniq_key)
     pw, ph, pe = np.split(pair, np.cumsum([len(w), len(h)]))
-    res_of_pair = uniq_key % max(len(names), 1)
+    res_of_pair = uniq_key % n_res
     kind = e.column("kind").to_numpy()
     amount = e.column("amount").to_numpy()
     acq, use = kind == 1, kind == 2
@@ -301,16 +308,14 @@ def _task_table(w: pa.Table, h: pa.Table, e: pa.Table, names: list[str]) -> pa.T
     dur = w.column("dur").to_numpy()
     _, wq, _ = hold_time(pw, dur, n, histogram=False)  # quantiles, then the max
     held, used_during = task_shares(
-        *boundaries(
-            {"pair": pw, "start": w.column("ts").to_numpy(), "end": w.column("end_ts").to_numpy()},
-            {
-                "pair": ph,
-                "start": h.column("acquire_ts").to_numpy(),
-                "end": h.column("end_ts").to_numpy(),
-                "amount": h.column("amount").to_numpy(),
-            },
-            {"pair": pe[use], "ts": e.column("ts").to_numpy()[use], "amount": amount[use]},
-        ),
+        {"pair": pw, "start": w.column("ts").to_numpy(), "end": w.column("end_ts").to_numpy()},
+        {
+            "pair": ph,
+            "start": h.column("acquire_ts").to_numpy(),
+            "end": h.column("end_ts").to_numpy(),
+            "amount": h.column("amount").to_numpy(),
+        },
+        {"pair": pe[use], "ts": e.column("ts").to_numpy()[use], "amount": amount[use]},
         res_of_pair,
         len(names),
     )
@@ -323,7 +328,7 @@ def _task_table(w: pa.Table, h: pa.Table, e: pa.Table, names: list[str]) -> pa.T
     return pa.table(
         {
             "resource": pa.array(names, pa.string()).take(res_of_pair),
-            "task": uniq_task[uniq_key // max(len(names), 1)].astype(np.int64),
+            "task": task_of_pair.astype(np.int64),
             "waits": count(pw),
             "wait_ns": count(pw, dur),
             "wait_max_ns": wq[:, 3],
