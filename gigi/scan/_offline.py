@@ -35,6 +35,9 @@ FLAG = re.compile(r"busy|in_use|inuse|used|exclusive|locked|pinned|owned|taken|h
 LINK = re.compile(r"next|prev|link|lru_|_lru", re.I)
 # counts of what is left: lowering one takes units, raising it gives them back
 INVERSE = re.compile(r"free|avail|idle|remaining|left|recycl", re.I)
+# lists of what can be handed out again: putting an object on one gives it back (a dirty
+# list or a hash chain only files it)
+FREE_LIST = re.compile(r"free|lru|avail|idle|unused|spare|recycl|pool|empty|cache", re.I)
 
 
 def record_pattern(record: str) -> re.Pattern:
@@ -306,14 +309,25 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         or a.record == resource
         and BUFFER.match(a.member)
     ]
-    if data:
+    # the log's or store's own data read or written: I/O or a copy through one of its members
+    holders = {n for t, n in fn.params if record_pattern(resource).search(t)}
+    io = [
+        c
+        for c in fn.calls
+        if IO.search(c.callee)
+        and any(re.search(rf"\b{re.escape(h)}\s*->", x) for h in holders for x in c.args)
+    ]
+    if (data or io) and not fn.internal:
         cand(
             "USE",
-            min(a.line for a in data),
+            min([a.line for a in data] + [c.line for c in io]),
             "works through the resource's data",
             objects[0] if objects else "",
         )
     return out
+
+
+IO = re.compile(r"read|write|memcpy|memmove|memset|send|recv", re.I)
 
 
 LIFECYCLE = re.compile(r"(open|close|create|destroy|shutdown|init\w*)$", re.I)
@@ -347,7 +361,8 @@ def release_effects(
     """Where the function gives units back: a count lowered, a flag cleared or a tail moved,
     an object put back on a list, free/put/delete, an unlock, or the object handed to a
     function named for releasing it."""
-    params = {n for _, n in fn.params}
+    # what can be put back: the object handed in, or any parameter when it is not known
+    objects = {obj} if obj else {n for _, n in fn.params}
     out = []
     for a in fn.assigns:
         if not _member_of(a.target, mine):
@@ -359,7 +374,8 @@ def release_effects(
             _falsy(a.text)
             and FLAG.search(member)
             or a.target in links
-            and any(x in params for x in a.sources)
+            and FREE_LIST.search(member)
+            and any(x in objects for x in a.sources)
             or member.rstrip("_") == "tail"
         ):
             out.append(Effect(a.line, a.path, "put back"))

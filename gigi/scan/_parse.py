@@ -91,6 +91,7 @@ class Function:
     locals: dict[str, str] = field(default_factory=dict)  # name -> type
     # local -> where it is referenced: (line, if-branch path)
     uses_after: dict[str, list[tuple[int, tuple]]] = field(default_factory=dict)
+    internal: bool = False  # static in C, or a private method: a helper, not the interface
 
 
 @dataclass
@@ -341,6 +342,7 @@ class _Walker:
             return_type=c.result_type.spelling,
             params=[(_type_names(a.type), a.spelling) for a in c.get_arguments()],
             comment=_comment(c),
+            internal=_internal(self.ci, c),
         )
         for t, n in fn.params:
             fn.locals[n] = t
@@ -539,6 +541,9 @@ class _Body:
                 r = self.reads(inner[0])
                 receiver = next((x for x in r if "." in x), "")
         args = [_text(a) for a in c.get_arguments()] if hasattr(c, "get_arguments") else []
+        written = _written_args(c)
+        if len(written) == len(args):
+            args = written  # as written: a macro argument by its name, not its expansion
         if any(not a for a in args) and c.location.line <= len(self.lines):
             args.append(self.lines[c.location.line - 1].strip())  # arguments from macros
         self.fn.calls.append(Call(callee, c.location.line, loops, receiver, args, self.path))
@@ -650,6 +655,34 @@ def _type_names(t) -> str:
     """A type as written and, when a typedef hides it, as it is: ``DbPage * | PgHdr *``."""
     canonical = t.get_canonical().spelling.replace("struct ", "")
     return t.spelling if canonical == t.spelling else f"{t.spelling} | {canonical}"
+
+
+def _internal(ci, c) -> bool:
+    try:
+        if c.linkage == ci.LinkageKind.INTERNAL:
+            return True
+        return c.access_specifier == ci.AccessSpecifier.PRIVATE
+    except ValueError:  # a kind this libclang's bindings do not know
+        return False
+
+
+def _written_args(c) -> list[str]:
+    """A call's arguments as its own tokens spell them, split at the top-level commas."""
+    toks = [t.spelling for t in c.get_tokens()]
+    if "(" not in toks or toks[-1] != ")":
+        return []
+    out, cur, depth = [], [], 0
+    for t in toks[toks.index("(") + 1 : -1]:
+        if t == "," and depth == 0:
+            out.append(" ".join(cur)[:300])
+            cur = []
+            continue
+        depth += t in ("(", "[", "{")
+        depth -= t in (")", "]", "}")
+        cur.append(t)
+    if cur:
+        out.append(" ".join(cur)[:300])
+    return out
 
 
 def _text(c) -> str:
