@@ -277,8 +277,10 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         for c in fn.calls
         if re.search(r"compare_exchange|cas|test_and_set|exchange", c.callee, re.I)
     ]
+    # a member handed out is an object when it points to one (not a count or a mode)
+    pointing = {f"{m.record}.{m.name}" for m in guess.members if m.element or "*" in m.type}
     returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(
-        _member_of(s, mine) for _, srcs, _ in fn.returns for s in srcs
+        s in pointing for _, srcs, _ in fn.returns for s in srcs
     )
     locks = lock_calls(fn, unlock=False) if guess.sharing in ("shared", "exclusive") else []
     if (takes or cas or locks) and (returns_object or ACQUIRE_NAME.search(short)):

@@ -122,6 +122,16 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         or a.target in {n for t, n in fn.params if "*" in t}
         and any(_mine(s, mine) or s in derived for s in a.sources)
     ]
+    # a lock the function takes, records in the resource (a flag set) and does not give back
+    # on every path stays with the caller
+    unlocks = lock_calls(fn, unlock=True)
+    kept = [
+        x for x in locks if not any(u.line > x.line and set(u.path) <= set(x.path) for u in unlocks)
+    ]
+    if kept and takes and not returned and not out_param:
+        return Verdict(
+            True, f"lock taken ({kept[0].callee}), recorded in {takes[0].target} and kept"
+        )
     if not returned and not out_param:
         return Verdict(
             False, "nothing derived from the resource reaches the return value or an out-parameter"
