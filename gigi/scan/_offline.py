@@ -54,6 +54,19 @@ def _counted(a) -> str | None:
     return member if counts else None
 
 
+REFERENCE = re.compile(r"ref|pin|hold|users", re.I)
+
+
+def references_taken(fn: Function, takes: list, objects: set[str]) -> list:
+    """The counts raised that take a reference on an object the caller handed in
+    (``page->nRef++``): the caller keeps the object, now counted as held."""
+    return [
+        a
+        for a in takes
+        if a.target_base in objects and REFERENCE.search(a.target.split(".", 1)[-1])
+    ]
+
+
 def takes_units(a) -> bool:
     member = _counted(a)
     return member is not None and (a.op == "+=") != bool(INVERSE.search(member))
@@ -73,7 +86,7 @@ ACQUIRE_NAME = re.compile(
 RELEASE_NAME = re.compile(
     r"release|free|put|checkin|unpin|unref|deref|decref|truncate|evict|unlock|close|drop"
     r"|return|give|purge|end"
-    r"|dealloc|reclaim|discard|remove",
+    r"|dealloc|reclaim|discard|remove|unfetch|unmap",
     re.I,
 )
 BLOCKING = re.compile(
@@ -255,7 +268,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         out.append(Candidate(fn.file, fn.name, line, kind, resource, obj, amount, "heuristic", why))
 
     short = fn.name.split("::")[-1]
-    if LIFECYCLE.search(short):
+    if lifecycle(short):
         return out  # creating or tearing down the resource itself moves none of its units
     for loop in fn.loops:
         blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
@@ -283,17 +296,19 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         s in pointing for _, srcs, _ in fn.returns for s in srcs
     )
     locks = lock_calls(fn, unlock=False) if guess.sharing in ("shared", "exclusive") else []
-    if (takes or cas or locks) and (returns_object or ACQUIRE_NAME.search(short)):
+    objects = [
+        n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
+    ]
+    referenced = references_taken(fn, takes, set(objects))
+    if (takes or cas or locks) and (returns_object or referenced or ACQUIRE_NAME.search(short)):
         line = max([a.line for a in takes] + [c.line for c in cas] + [c.line for c in locks])
         amount = next(
             (a.text.split("+=")[-1].strip() for a in takes if a.op == "+=" and "+=" in a.text), "1"
         )
         obj = next((srcs[0] for _, srcs, _ in fn.returns if srcs and srcs[0] in fn.locals), "")
+        obj = obj or (referenced[0].target_base if referenced else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
     links = links_of(guess)
-    objects = [
-        n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
-    ]
     obj = objects[-1] if objects else ""
     effects = release_effects(fn, mine, links, obj, locks=guess.sharing in ("shared", "exclusive"))
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
@@ -329,16 +344,33 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     return out
 
 
+ITERATES = re.compile(r"next|iter|step|advance", re.I)
 IO = re.compile(r"read|write|memcpy|memmove|memset|send|recv", re.I)
 
 
-LIFECYCLE = re.compile(r"(open|close|create|destroy|shutdown|init\w*)$", re.I)
+LIFECYCLE = {"open", "close", "create", "destroy", "shutdown", "init", "initialize"}
+
+
+def lifecycle(name: str) -> bool:
+    """Whether a function creates or tears down something (a word of its name says so:
+    ``pool_destroy``, ``pagerOpenWal``, ``Cache::init``).
+
+    >>> lifecycle("pagerOpenWal"), lifecycle("buf_pool_init"), lifecycle("sqlite3PagerCloseWal")
+    (True, True, True)
+    >>> lifecycle("reopen_count"), lifecycle("pcache1Fetch")
+    (False, False)
+    """
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)
+    return any(w.lower() in LIFECYCLE for w in words)
 
 
 def walks(fn: Function, loop) -> bool:
     """Whether a loop iterates (a counted for, or a walk down a list: ``p = p->next``) rather
     than retries."""
     if loop.form in ("for", "range-for") and not loop.infinite:
+        return True
+    # stepped by an iterator: while (next(it, &x))
+    if any(ITERATES.search(c) for c in loop.cond_calls):
         return True
     # the condition's local stepped along a member of what it points to: p = p->next
     return any(
@@ -418,7 +450,12 @@ def links_of(guess: ResourceGuess) -> set[str]:
     """The resource's members that list its objects (free lists, slot arrays, maps), as
     ``record.member``."""
     mine = records_of(guess)
-    return {f"{m.record}.{m.name}" for m in guess.members if m.element in mine}
+    # an object's pointer back to the resource that owns it (page -> cache) lists nothing
+    return {
+        f"{m.record}.{m.name}"
+        for m in guess.members
+        if m.element in mine and not (m.element == guess.name and m.record != guess.name)
+    }
 
 
 def _member_of(target: str, records: set[str]) -> bool:

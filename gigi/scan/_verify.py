@@ -24,6 +24,7 @@ from gigi.scan._offline import (
     Candidate,
     lock_calls,
     record_pattern,
+    references_taken,
     release_effects,
     same_path,
     takes_units,
@@ -128,6 +129,14 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     kept = [
         x for x in locks if not any(u.line > x.line and set(u.path) <= set(x.path) for u in unlocks)
     ]
+    objects = {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
+    objects -= {n for t, n in fn.params if record_pattern(c.resource).search(t)}
+    referenced = references_taken(fn, takes, objects)
+    if referenced and not returned and not out_param:
+        return Verdict(
+            True,
+            f"reference taken ({referenced[0].text}) on the object handed in, kept by the caller",
+        )
     if kept and takes and not returned and not out_param:
         return Verdict(
             True, f"lock taken ({kept[0].callee}), recorded in {takes[0].target} and kept"
