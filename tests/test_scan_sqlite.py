@@ -45,4 +45,3 @@ def test_sqlite_resources_are_found_and_verification_prunes(sqlite_scan):
         ("sqlite3PcacheRef", "ACQUIRE"),  # a reference taken on the page handed in
         ("pagerReleaseMapPage", "RELEASE"),  # the mapping handed to sqlite3OsUnfetch last
     } <= found
-    assert ("pcache1FetchStage2", "RELEASE") not in found  # a page's pointer to its cache
