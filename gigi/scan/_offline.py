@@ -323,6 +323,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and a.record != resource
         and not _bookkeeping(a.member)
         and (a.record, a.member) not in pointers  # a reference to another struct, not data
+        and not _names_record(a.member, mine)
         or a.record == resource
         and BUFFER.match(a.member)
     ]
@@ -332,16 +333,38 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         c
         for c in fn.calls
         if IO.search(c.callee)
-        and any(re.search(rf"\b{re.escape(h)}\s*->", x) for h in holders for x in c.args)
+        and any(_data_through(x, holders) for x in c.args[: 2 if MEMORY.match(c.callee) else None])
     ]
-    if (data or io) and not fn.internal:
+    # a page written or read by a function named for it (pager_write(page)), not one that
+    # only says it will not be (dont_write)
+    named = objects and USE_NAME.search(short) and not NEGATED.search(short)
+    if (data or io or named) and not fn.internal:
         cand(
             "USE",
-            min([a.line for a in data] + [c.line for c in io]),
-            "works through the resource's data",
+            min([a.line for a in data] + [c.line for c in io], default=fn.line),
+            "works through "
+            + ", ".join(
+                sorted({f"{a.record}.{a.member}" for a in data} | {f"{c.callee}()" for c in io})[:4]
+                or [f"{objects[0]}, by its name"]
+            ),
             objects[0] if objects else "",
         )
     return out
+
+
+MEMORY = re.compile(r"^(memcpy|memmove|memset)$")
+USE_NAME = re.compile(r"write|read|copy|fill|modify|update|access|get_?data", re.I)
+NEGATED = re.compile(r"dont|do_?not|no_?|skip|without", re.I)
+
+
+def _data_through(arg: str, holders: set[str]) -> bool:
+    """Whether an argument is data reached through the resource (``pool->buf``), not its
+    accounting (``pool->size``, ``log->hdr``)."""
+    return any(
+        m and not _bookkeeping(m.group(1)) and not re.match(r"hdr|header", m.group(1), re.I)
+        for h in holders
+        for m in [re.search(rf"\b{re.escape(h)}\s*->\s*(\w+)", arg)]
+    )
 
 
 ITERATES = re.compile(r"next|iter|step|advance", re.I)
@@ -414,8 +437,13 @@ def release_effects(
         ):
             out.append(Effect(a.line, a.path, "put back"))
     for c in fn.calls:
-        if re.search(r"^(free|.*_free|.*put|atomic_store.*)$", c.callee):
-            out.append(Effect(c.line, c.path, "freed"))
+        if re.search(r"^atomic_store", c.callee):
+            out.append(Effect(c.line, c.path, "flag cleared"))
+        elif re.search(r"^(free|.*_free|.*put)$", c.callee):
+            # giving units back frees or puts the object handed in; freeing storage a struct
+            # keeps (free(pool->slots)) or what the function walked a list for tears it down
+            if c.args and c.args[0].strip() in objects:
+                out.append(Effect(c.line, c.path, "freed"))
         elif (
             obj
             and RELEASE_NAME.search(c.callee)
@@ -444,6 +472,19 @@ def _bookkeeping(member: str) -> bool:
         or CAPACITY.search(member)
         or re.search(r"flags?$|^i?key$|^pgno$|^id$|_id$", member, re.I)
     )
+
+
+def _names_record(member: str, records: set[str]) -> bool:
+    """Whether a member is named for one of the records (``pPager``, ``m_pool``): a pointer
+    to it, even where its declaration was not parsed.
+
+    >>> _names_record("pPager", {"Pager"}), _names_record("pCache", {"PCache"})
+    (True, True)
+    >>> _names_record("pData", {"Pager"})
+    False
+    """
+    names = {member.lower(), re.sub(r"^(m_|_|p(?=[A-Z]))", "", member).lower()}
+    return any(r.lower() in names for r in records)
 
 
 def links_of(guess: ResourceGuess) -> set[str]:

@@ -122,6 +122,7 @@ def scan(
         else (c, ok, why)
         for c, ok, why in results
     ]
+    results = _at_the_interface(results, functions)
     verify_s = time.perf_counter() - t2
     stats = {
         "files": len(files),
@@ -136,6 +137,31 @@ def scan(
     if backend is not None:
         stats["llm"] = backend.report()
     return ScanResult(str(base), units, guesses, results, stats)
+
+
+def _at_the_interface(results: list, functions: dict) -> list:
+    """A helper private to its file (static in C) whose every caller performs the same event
+    on the same resource is part of their event: it is recorded once, where callers see it
+    (pcacheUnpin inside sqlite3PcacheRelease)."""
+    callers: dict[tuple[str, str], set[str]] = {}
+    for fn in functions.values():
+        for call in fn.calls:
+            callers.setdefault((fn.file, call.callee), set()).add(fn.name)
+    events = {(c.file, c.function, c.kind, c.resource) for c, ok, _ in results if ok}
+    out = []
+    for c, ok, why in results:
+        fn = functions.get((c.file, c.function))
+        by = callers.get((c.file, c.function), set()) - {c.function}
+        if (
+            ok
+            and fn is not None
+            and fn.internal
+            and by
+            and all((c.file, f, c.kind, c.resource) in events for f in by)
+        ):
+            ok, why = False, f"part of the {c.kind} of its callers ({', '.join(sorted(by))})"
+        out.append((c, ok, why))
+    return out
 
 
 # --- output ------------------------------------------------------------------------------------

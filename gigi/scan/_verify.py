@@ -32,6 +32,7 @@ from gigi.scan._offline import (
 )
 from gigi.scan._parse import Function
 
+STATUS = re.compile(r"^(rc|ret|err|errcode|status)$")
 LOOKUP_CALL = re.compile(r"^(find|at|lookup|get|search|front|back|pop|begin|operator\[\])", re.I)
 
 
@@ -111,6 +112,10 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     # the object whose own count is raised is what the caller gets (a reference taken)
     counted = {a.target_base for a in takes if a.target_base in fn.locals}
     derived = _derived(fn, mine) | _resource_params(fn, mine) | counted
+    if not locks:
+        # a status code (rc = write(log->fd, ...)) hands nothing out; a lock taken is held
+        # by the caller whatever the function returns
+        derived = {d for d in derived if not STATUS.match(d)}
     returned = [
         (line, srcs)
         for line, srcs, _ in fn.returns
