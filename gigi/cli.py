@@ -443,6 +443,36 @@ def detectors_list(
             typer.echo(f"    param {p.name} = {p.default:g}: {p.doc}")
 
 
+probes_app = typer.Typer(
+    help="The native probe runtime for C and C++ programs.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(probes_app, name="probes")
+
+
+@probes_app.command("cflags", epilog="Example: cc $(gigi-query probes cflags) -c app.c")
+def probes_cflags() -> None:
+    """Print the flags that compile code including gigi_probe.h."""
+    from gigi.probes import native
+
+    typer.echo(" ".join(native.cflags()))
+
+
+@probes_app.command("libs", epilog="Example: cc app.o $(gigi-query probes libs) -o app")
+def probes_libs(
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Build the static library here (default: the user's cache)."),
+    ] = None,
+) -> None:
+    """Build the runtime's static library with the C compiler (once) and print the flags
+    that link a program with it."""
+    from gigi.probes import native
+
+    typer.echo(" ".join(native.libs(out)))
+
+
 def render_diagnosis(entry) -> str:
     from gigi.diagnosis import diagnose as run_diagnose
     from gigi.diagnosis._render import render

@@ -1,0 +1,779 @@
+/* gigi's native probe runtime: see gigi_probe.h. C11 and pthreads. */
+#define _GNU_SOURCE
+#include "gigi_probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arrow_ipc.h"
+
+#define MAX_RESOURCES 4096
+#define MAX_WAIT_DEPTH 8
+#define MAX_TASK_DEPTH 64
+#define WRITER "gigi-native 0.1.0"
+
+volatile int gigi_enabled_ = 0;
+
+/* One event as the hot path writes it: 64 bytes. */
+typedef struct {
+    int64_t ts, task, amount, object, value, dur;
+    int32_t rid, site;
+    uint8_t kind, has_value, open, pad[5];
+} record_t;
+
+typedef struct {
+    int64_t ts, object, amount, task;
+    int32_t rid, site;
+} open_wait_t;
+
+/* A thread's ring: the thread writes at head, the writer reads from tail. */
+typedef struct ring {
+    record_t *records;
+    uint64_t mask;
+    _Atomic uint64_t head, tail;
+    int64_t thread, implicit_task;
+    _Atomic int dead, nwaits;
+    open_wait_t waits[MAX_WAIT_DEPTH];
+    struct ring *next;
+} ring_t;
+
+typedef struct {
+    char *name, *unit, *sharing;
+    int64_t capacity;
+} resource_t;
+
+typedef struct {
+    int32_t site, line, kind, verified;
+    char *file, *function, *resource, *origin;
+} site_t;
+
+/* A task row as the tasks table has it; a begin and an end arrive as separate rows that
+ * ingest merges by id. */
+typedef struct {
+    int64_t task, parent, start, end;
+    char *name;
+    int kind; /* 0 unsaid, 1 foreground, 2 background */
+    int has_parent, has_start, has_end;
+} task_row_t;
+
+static struct {
+    char dir[4096];
+    char host[256];
+    char trace_id[512];
+    int interval_ms;
+    uint64_t ring_records;
+    int pid;
+
+    pthread_mutex_t lock; /* rings, resources, sites, tasks */
+    pthread_mutex_t flush_lock;
+    pthread_cond_t wake;
+    pthread_t writer;
+    int writer_running, stopping;
+    _Atomic int nudged;
+    ring_t *rings;
+
+    resource_t resources[MAX_RESOURCES];
+    int nresources;
+    _Atomic uint64_t drops[MAX_RESOURCES];
+    site_t *sites;
+    int nsites, sites_cap, sites_written;
+    task_row_t *tasks;
+    int ntasks, tasks_cap;
+    int64_t task_counter;
+    uint64_t seq;
+    uint64_t snapshot_key;
+    int write_failed;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .flush_lock = PTHREAD_MUTEX_INITIALIZER,
+       .wake = PTHREAD_COND_INITIALIZER};
+
+static pthread_key_t ring_key;
+/* initial-exec: a thread-local is one load off the thread pointer, not a call (the runtime
+ * is linked into the program, or into a library the program loads at start-up) */
+#define TLS _Thread_local __attribute__((tls_model("initial-exec")))
+static TLS ring_t *my_ring;
+static TLS int64_t cur_task;
+static TLS int64_t task_stack[MAX_TASK_DEPTH][2]; /* task, the one it replaced */
+static TLS int task_depth;
+
+static inline int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* --- tasks -------------------------------------------------------------------------------- */
+
+static int64_t new_task_id(void) {
+    /* pid in the high 32 bits, as the Python probes do: unique across a host's processes */
+    int64_t n = __atomic_add_fetch(&g.task_counter, 1, __ATOMIC_RELAXED);
+    return ((int64_t)g.pid << 32) | (n & 0xFFFFFFFF);
+}
+
+static void task_row(task_row_t row) {
+    pthread_mutex_lock(&g.lock);
+    if (g.ntasks == g.tasks_cap) {
+        int cap = g.tasks_cap ? 2 * g.tasks_cap : 256;
+        task_row_t *t = realloc(g.tasks, (size_t)cap * sizeof *t);
+        if (!t) {
+            pthread_mutex_unlock(&g.lock);
+            free(row.name);
+            return;
+        }
+        g.tasks = t;
+        g.tasks_cap = cap;
+    }
+    g.tasks[g.ntasks++] = row;
+    pthread_mutex_unlock(&g.lock);
+}
+
+static void ring_free(void *p);
+
+static ring_t *ring_new(void) {
+    ring_t *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->records = aligned_alloc(64, g.ring_records * sizeof(record_t));
+    if (!r->records) {
+        free(r);
+        return NULL;
+    }
+    /* touched now, at the thread's first event, not one page fault per 64 events later */
+    memset(r->records, 0, g.ring_records * sizeof(record_t));
+    r->mask = g.ring_records - 1;
+    r->thread = (int64_t)syscall(SYS_gettid);
+    r->implicit_task = new_task_id();
+    char name[64];
+    snprintf(name, sizeof name, "thread %lld", (long long)r->thread);
+    task_row((task_row_t){.task = r->implicit_task, .name = strdup(name), .start = now_ns(),
+                          .has_start = 1});
+    pthread_mutex_lock(&g.lock);
+    r->next = g.rings;
+    g.rings = r;
+    pthread_mutex_unlock(&g.lock);
+    pthread_setspecific(ring_key, r);
+    return r;
+}
+
+/* A thread that exits leaves its ring to the writer, which drains and frees it. */
+static void ring_free(void *p) {
+    ring_t *r = p;
+    task_row((task_row_t){.task = r->implicit_task, .end = now_ns(), .has_end = 1});
+    atomic_store_explicit(&r->dead, 1, memory_order_release);
+}
+
+static inline ring_t *ring(void) {
+    ring_t *r = my_ring;
+    if (__builtin_expect(r == NULL, 0)) r = my_ring = ring_new();
+    return r;
+}
+
+static inline int64_t task_of(ring_t *r) { return cur_task ? cur_task : r->implicit_task; }
+
+int64_t gigi_task_begin(const char *name, int background) {
+    if (!gigi_enabled_) return 0;
+    ring_t *r = ring();
+    if (!r) return 0;
+    int64_t id = new_task_id(), parent = task_of(r);
+    task_row((task_row_t){.task = id, .name = dup_or_null(name), .kind = background ? 2 : 1,
+                          .parent = parent, .has_parent = 1, .start = now_ns(),
+                          .has_start = 1});
+    if (task_depth < MAX_TASK_DEPTH) {
+        task_stack[task_depth][0] = id;
+        task_stack[task_depth][1] = cur_task;
+        task_depth++;
+    }
+    cur_task = id;
+    return id;
+}
+
+void gigi_task_end(int64_t task) {
+    if (!gigi_enabled_ || !task) return;
+    task_row((task_row_t){.task = task, .end = now_ns(), .has_end = 1});
+    for (int i = task_depth - 1; i >= 0; i--) {
+        if (task_stack[i][0] == task) {
+            if (cur_task == task) cur_task = task_stack[i][1];
+            task_depth = i;
+            return;
+        }
+    }
+    if (cur_task == task) cur_task = 0;
+}
+
+int64_t gigi_task_switch(int64_t task) {
+    int64_t was = cur_task;
+    cur_task = task;
+    return was;
+}
+
+int64_t gigi_task_current(void) {
+    ring_t *r = gigi_enabled_ ? ring() : NULL;
+    return r ? task_of(r) : cur_task;
+}
+
+/* --- the hot path ------------------------------------------------------------------------- */
+
+/* A record fills one cache line. On x86-64 it is written with non-temporal stores: the line
+ * goes to memory whole, without first being read in (a ring is mostly memory the thread has
+ * not touched for a while). */
+static inline void store_record(record_t *dst, const record_t *src) {
+#if defined(__x86_64__) && defined(__SSE2__)
+    const long long *s = (const long long *)src;
+    long long *d = (long long *)dst;
+    for (int i = 0; i < 8; i++) __builtin_ia32_movnti64(d + i, s[i]);
+    __builtin_ia32_sfence(); /* visible before the head that publishes them */
+#else
+    *dst = *src;
+#endif
+}
+
+/* Ask the writer to drain now. The flag outlives a signal sent while the writer is busy. */
+static void nudge_writer(void) {
+    atomic_store_explicit(&g.nudged, 1, memory_order_release);
+    pthread_cond_signal(&g.wake);
+}
+
+static inline void put(ring_t *r, const record_t *rec) {
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (__builtin_expect(head - tail > r->mask, 0)) {
+        if (rec->rid >= 0 && rec->rid < MAX_RESOURCES)
+            atomic_fetch_add_explicit(&g.drops[rec->rid], 1, memory_order_relaxed);
+        return;
+    }
+    store_record(&r->records[head & r->mask], rec);
+    atomic_store_explicit(&r->head, head + 1, memory_order_release);
+    /* half full: the writer drains now rather than at its next interval */
+    if (__builtin_expect(((head + 1) & (r->mask >> 1)) == 0, 0)) nudge_writer();
+}
+
+void gigi_event_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t site,
+                 int has_value, int64_t value) {
+    ring_t *r = ring();
+    if (!r) return;
+    record_t rec = {.ts = now_ns(), .task = task_of(r), .amount = amount, .object = object,
+                    .value = value, .rid = rid, .site = site, .kind = (uint8_t)kind,
+                    .has_value = (uint8_t)(has_value != 0)};
+    put(r, &rec);
+}
+
+int64_t gigi_wait_begin_(int32_t rid, int64_t object, int64_t amount, int32_t site) {
+    ring_t *r = ring();
+    if (!r) return 0;
+    int depth = atomic_load_explicit(&r->nwaits, memory_order_relaxed);
+    if (depth >= MAX_WAIT_DEPTH) return 0;
+    r->waits[depth] = (open_wait_t){now_ns(), object, amount, task_of(r), rid, site};
+    atomic_store_explicit(&r->nwaits, depth + 1, memory_order_release);
+    return depth + 1;
+}
+
+void gigi_wait_end_(int64_t token) {
+    ring_t *r = my_ring;
+    if (!r || token < 1 || token > MAX_WAIT_DEPTH) return;
+    open_wait_t w = r->waits[token - 1];
+    record_t rec = {.ts = w.ts, .task = w.task, .amount = w.amount, .object = w.object,
+                    .dur = now_ns() - w.ts, .rid = w.rid, .site = w.site, .kind = GIGI_WAIT};
+    atomic_store_explicit(&r->nwaits, (int)token - 1, memory_order_release);
+    put(r, &rec);
+}
+
+/* --- registries --------------------------------------------------------------------------- */
+
+int32_t gigi_resource(const char *name, int64_t capacity, const char *unit,
+                      const char *sharing) {
+    if (!name) return -1;
+    pthread_mutex_lock(&g.lock);
+    int id = -1;
+    for (int i = 0; i < g.nresources; i++)
+        if (strcmp(g.resources[i].name, name) == 0) id = i;
+    if (id < 0 && g.nresources < MAX_RESOURCES) {
+        id = g.nresources++;
+        g.resources[id] = (resource_t){strdup(name), dup_or_null(unit), dup_or_null(sharing),
+                                       capacity};
+    }
+    pthread_mutex_unlock(&g.lock);
+    return id;
+}
+
+void gigi_site(int32_t site, const char *file, int32_t line, const char *function, int kind,
+               const char *resource, const char *origin, int verified) {
+    pthread_mutex_lock(&g.lock);
+    if (g.nsites == g.sites_cap) {
+        int cap = g.sites_cap ? 2 * g.sites_cap : 64;
+        site_t *s = realloc(g.sites, (size_t)cap * sizeof *s);
+        if (!s) {
+            pthread_mutex_unlock(&g.lock);
+            return;
+        }
+        g.sites = s;
+        g.sites_cap = cap;
+    }
+    g.sites[g.nsites++] = (site_t){site, line, kind, verified, dup_or_null(file),
+                                   dup_or_null(function), dup_or_null(resource),
+                                   dup_or_null(origin)};
+    pthread_mutex_unlock(&g.lock);
+}
+
+uint64_t gigi_dropped(void) {
+    uint64_t n = 0;
+    for (int i = 0; i < MAX_RESOURCES; i++)
+        n += atomic_load_explicit(&g.drops[i], memory_order_relaxed);
+    return n;
+}
+
+/* --- segments ----------------------------------------------------------------------------- */
+
+/* Strings of one column, gathered into Arrow's offsets and characters. */
+typedef struct {
+    int32_t *offsets;
+    char *chars;
+    size_t size, cap;
+    uint8_t *valid;
+} strings_t;
+
+static int strings_init(strings_t *s, int64_t n) {
+    s->offsets = malloc((size_t)(n + 1) * sizeof(int32_t));
+    s->valid = malloc((size_t)n + 1);
+    s->cap = 256;
+    s->chars = malloc(s->cap);
+    if (!s->offsets || !s->valid || !s->chars) return -1;
+    s->offsets[0] = 0;
+    return 0;
+}
+
+static int strings_add(strings_t *s, int64_t i, const char *v) {
+    size_t n = v ? strlen(v) : 0;
+    if (s->size + n > s->cap) {
+        while (s->size + n > s->cap) s->cap *= 2;
+        char *c = realloc(s->chars, s->cap);
+        if (!c) return -1;
+        s->chars = c;
+    }
+    memcpy(s->chars + s->size, v ? v : "", n);
+    s->size += n;
+    s->offsets[i + 1] = (int32_t)s->size;
+    s->valid[i] = v != NULL;
+    return 0;
+}
+
+static void strings_free(strings_t *s) {
+    free(s->offsets);
+    free(s->chars);
+    free(s->valid);
+}
+
+static ipc_column strings_column(const char *name, strings_t *s) {
+    return (ipc_column){name, IPC_UTF8, 1, NULL, s->offsets, s->chars, s->valid};
+}
+
+/* Write one segment: to a temporary name, then renamed, so readers see all of it or none. */
+static void write_segment(const char *table, const char *name, const ipc_column *cols,
+                          int ncols, int64_t n) {
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", g.pid);
+    const char *meta[] = {"gigi.version", "1",         "gigi.table",    table,
+                          "gigi.host",    g.host,      "gigi.pid",      pid,
+                          "gigi.clock",   "monotonic", "gigi.writer",   WRITER,
+                          "gigi.trace_id", g.trace_id};
+    char path[4352], tmp[4400];
+    snprintf(path, sizeof path, "%s/%s", g.dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int rc = fd >= 0 ? ipc_write_table(fd, cols, ncols, n, meta, 7) : -1;
+    if (fd >= 0 && close(fd) != 0) rc = -1;
+    if (rc == 0 && rename(tmp, path) == 0) return;
+    if (fd >= 0) unlink(tmp);
+    g.write_failed = 1;
+}
+
+/* The events' columns, kept from one flush to the next (only the writer touches them). */
+static struct {
+    int64_t *ts, *task, *thread, *amount, *object, *value, *dur;
+    int32_t *site, *rid;
+    uint8_t *kind, *has_value, *has_dur, *has_site;
+    size_t cap;
+} col;
+
+static int columns_reserve(size_t n) {
+    if (n <= col.cap) return 0;
+    size_t cap = col.cap ? col.cap : 4096;
+    while (cap < n) cap *= 2;
+#define GROW(f)                                                     \
+    do {                                                            \
+        void *p = realloc(col.f, cap * sizeof *col.f);              \
+        if (!p) return -1;                                          \
+        col.f = p;                                                  \
+    } while (0)
+    GROW(ts);
+    GROW(task);
+    GROW(thread);
+    GROW(amount);
+    GROW(object);
+    GROW(value);
+    GROW(dur);
+    GROW(site);
+    GROW(rid);
+    GROW(kind);
+    GROW(has_value);
+    GROW(has_dur);
+    GROW(has_site);
+#undef GROW
+    col.cap = cap;
+    return 0;
+}
+
+/* Append a ring's records (and, with `final`, its waits still open) to the columns. */
+static size_t drain(ring_t *r, size_t n, int final) {
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    int depth = final ? atomic_load_explicit(&r->nwaits, memory_order_acquire) : 0;
+    if (columns_reserve(n + (size_t)(head - tail) + (size_t)depth) != 0) return n;
+    for (uint64_t i = tail; i < head; i++, n++) {
+        const record_t *x = &r->records[i & r->mask];
+        col.ts[n] = x->ts, col.task[n] = x->task, col.thread[n] = r->thread;
+        col.amount[n] = x->amount, col.object[n] = x->object;
+        col.value[n] = x->value, col.has_value[n] = x->has_value;
+        col.dur[n] = x->dur, col.has_dur[n] = 1;
+        col.site[n] = x->site, col.has_site[n] = x->site >= 0;
+        col.rid[n] = x->rid, col.kind[n] = x->kind;
+    }
+    atomic_store_explicit(&r->tail, head, memory_order_release);
+    for (int d = 0; d < depth; d++, n++) {
+        const open_wait_t *w = &r->waits[d];
+        col.ts[n] = w->ts, col.task[n] = w->task, col.thread[n] = r->thread;
+        col.amount[n] = w->amount, col.object[n] = w->object;
+        col.value[n] = 0, col.has_value[n] = 0;
+        col.dur[n] = 0, col.has_dur[n] = 0; /* still waiting when the trace ended */
+        col.site[n] = w->site, col.has_site[n] = w->site >= 0;
+        col.rid[n] = w->rid, col.kind[n] = GIGI_WAIT;
+    }
+    return n;
+}
+
+static void write_events(int64_t n) {
+    /* the resource column is dictionary-encoded: an event carries its resource's id */
+    strings_t names = {0};
+    pthread_mutex_lock(&g.lock);
+    int nres = g.nresources, ok = strings_init(&names, nres) == 0;
+    for (int i = 0; ok && i < nres; i++) ok = strings_add(&names, i, g.resources[i].name) == 0;
+    pthread_mutex_unlock(&g.lock);
+    for (int64_t i = 0; ok && i < n; i++)
+        if (col.rid[i] < 0 || col.rid[i] >= nres) ok = 0; /* not from gigi_resource */
+    if (ok) {
+        ipc_column cols[] = {
+            {"ts", IPC_INT64, 0, col.ts},
+            {"kind", IPC_UINT8, 0, col.kind},
+            {"resource", IPC_DICT_UTF8, 0, col.rid, names.offsets, names.chars, NULL, nres},
+            {"task", IPC_INT64, 0, col.task},
+            {"thread", IPC_INT64, 0, col.thread},
+            {"amount", IPC_INT64, 0, col.amount},
+            {"dur", IPC_INT64, 1, col.dur, NULL, NULL, col.has_dur},
+            {"object", IPC_INT64, 0, col.object},
+            {"site", IPC_INT32, 1, col.site, NULL, NULL, col.has_site},
+            {"value", IPC_INT64, 1, col.value, NULL, NULL, col.has_value},
+        };
+        char name[128];
+        snprintf(name, sizeof name, "events-%d-%06llu.arrows", g.pid,
+                 (unsigned long long)++g.seq);
+        write_segment("events", name, cols, 10, n);
+    } else {
+        g.write_failed = 1;
+    }
+    strings_free(&names);
+}
+
+static void write_tasks(task_row_t *rows, int n) {
+    int64_t *task = malloc((size_t)n * 8 + 8), *parent = malloc((size_t)n * 8 + 8),
+            *start = malloc((size_t)n * 8 + 8), *end = malloc((size_t)n * 8 + 8);
+    uint8_t *hp = malloc((size_t)n + 1), *hs = malloc((size_t)n + 1), *he = malloc((size_t)n + 1);
+    strings_t names = {0}, kinds = {0};
+    int ok = task && parent && start && end && hp && hs && he && strings_init(&names, n) == 0 &&
+             strings_init(&kinds, n) == 0;
+    static const char *const KINDS[] = {NULL, "foreground", "background"};
+    for (int i = 0; ok && i < n; i++) {
+        task_row_t *t = &rows[i];
+        task[i] = t->task, parent[i] = t->parent, start[i] = t->start, end[i] = t->end;
+        hp[i] = (uint8_t)t->has_parent, hs[i] = (uint8_t)t->has_start;
+        he[i] = (uint8_t)t->has_end;
+        ok = strings_add(&names, i, t->name) == 0 && strings_add(&kinds, i, KINDS[t->kind]) == 0;
+    }
+    if (ok) {
+        ipc_column cols[] = {
+            {"task", IPC_INT64, 0, task},
+            strings_column("name", &names),
+            strings_column("kind", &kinds),
+            {"parent", IPC_INT64, 1, parent, NULL, NULL, hp},
+            {"start", IPC_INT64, 1, start, NULL, NULL, hs},
+            {"end", IPC_INT64, 1, end, NULL, NULL, he},
+        };
+        char name[128];
+        snprintf(name, sizeof name, "tasks-%d-%06llu.arrows", g.pid,
+                 (unsigned long long)++g.seq);
+        write_segment("tasks", name, cols, 6, n);
+    } else {
+        g.write_failed = 1;
+    }
+    strings_free(&names);
+    strings_free(&kinds);
+    free(task), free(parent), free(start), free(end), free(hp), free(hs), free(he);
+}
+
+/* The resources and sites tables of this process, rewritten whole when they change. */
+static void write_snapshots(int force) {
+    pthread_mutex_lock(&g.lock);
+    int n = g.nresources, ns = g.nsites;
+    uint64_t key = (uint64_t)n * 1000003u + gigi_dropped() * 31u + (uint64_t)ns;
+    if (!force && key == g.snapshot_key) {
+        pthread_mutex_unlock(&g.lock);
+        return;
+    }
+    g.snapshot_key = key;
+    int64_t *cap = malloc((size_t)n * 8 + 8), *dropped = malloc((size_t)n * 8 + 8);
+    uint8_t *has_cap = malloc((size_t)n + 1);
+    strings_t names = {0}, units = {0}, sharing = {0};
+    int ok = cap && dropped && has_cap && strings_init(&names, n) == 0 &&
+             strings_init(&units, n) == 0 && strings_init(&sharing, n) == 0;
+    for (int i = 0; ok && i < n; i++) {
+        resource_t *r = &g.resources[i];
+        cap[i] = r->capacity, has_cap[i] = r->capacity >= 0;
+        dropped[i] = (int64_t)atomic_load_explicit(&g.drops[i], memory_order_relaxed);
+        ok = strings_add(&names, i, r->name) == 0 && strings_add(&units, i, r->unit) == 0 &&
+             strings_add(&sharing, i, r->sharing) == 0;
+    }
+    if (ok && n) {
+        ipc_column cols[] = {
+            strings_column("resource", &names),
+            {"capacity", IPC_INT64, 1, cap, NULL, NULL, has_cap},
+            strings_column("unit", &units),
+            strings_column("sharing", &sharing),
+            {"dropped", IPC_INT64, 0, dropped},
+        };
+        cols[0].nullable = 0;
+        char name[64];
+        snprintf(name, sizeof name, "resources-%d.arrows", g.pid);
+        write_segment("resources", name, cols, 5, n);
+    }
+    strings_free(&names), strings_free(&units), strings_free(&sharing);
+    free(cap), free(dropped), free(has_cap);
+    if (ns && ns != g.sites_written) {
+        int32_t *id = malloc((size_t)ns * 4), *line = malloc((size_t)ns * 4);
+        uint8_t *kind = malloc((size_t)ns), *verified = malloc((size_t)ns);
+        strings_t files = {0}, fns = {0}, res = {0}, origins = {0};
+        ok = id && line && kind && verified && strings_init(&files, ns) == 0 &&
+             strings_init(&fns, ns) == 0 && strings_init(&res, ns) == 0 &&
+             strings_init(&origins, ns) == 0;
+        for (int i = 0; ok && i < ns; i++) {
+            site_t *s = &g.sites[i];
+            id[i] = s->site, line[i] = s->line, kind[i] = (uint8_t)s->kind;
+            verified[i] = (uint8_t)(s->verified != 0);
+            ok = strings_add(&files, i, s->file) == 0 && strings_add(&fns, i, s->function) == 0 &&
+                 strings_add(&res, i, s->resource) == 0 &&
+                 strings_add(&origins, i, s->origin) == 0;
+        }
+        if (ok) {
+            ipc_column cols[] = {
+                {"site", IPC_INT32, 0, id},
+                strings_column("file", &files),
+                {"line", IPC_INT32, 0, line},
+                strings_column("function", &fns),
+                {"kind", IPC_UINT8, 0, kind},
+                strings_column("resource", &res),
+                strings_column("origin", &origins),
+                {"verified", IPC_BOOL, 0, verified},
+            };
+            char name[64];
+            snprintf(name, sizeof name, "sites-%d.arrows", g.pid);
+            write_segment("sites", name, cols, 8, ns);
+            g.sites_written = ns;
+        }
+        strings_free(&files), strings_free(&fns), strings_free(&res), strings_free(&origins);
+        free(id), free(line), free(kind), free(verified);
+    }
+    pthread_mutex_unlock(&g.lock);
+}
+
+/* Drain every ring into one events segment; with `final`, waits still open are written with
+ * a null length. */
+static void flush(int final) {
+    pthread_mutex_lock(&g.flush_lock);
+    pthread_mutex_lock(&g.lock);
+    ring_t *rings = g.rings;
+    pthread_mutex_unlock(&g.lock);
+    size_t n = 0;
+    for (ring_t *r = rings; r; r = r->next) n = drain(r, n, final);
+    if (n) write_events((int64_t)n);
+
+    pthread_mutex_lock(&g.lock);
+    task_row_t *rows = g.tasks;
+    int nrows = g.ntasks;
+    g.tasks = NULL;
+    g.ntasks = g.tasks_cap = 0;
+    /* rings of threads that have exited, drained above, are freed */
+    for (ring_t **p = &g.rings; *p;) {
+        ring_t *r = *p;
+        if (atomic_load_explicit(&r->dead, memory_order_acquire) &&
+            atomic_load_explicit(&r->head, memory_order_acquire) ==
+                atomic_load_explicit(&r->tail, memory_order_relaxed)) {
+            *p = r->next;
+            free(r->records);
+            free(r);
+        } else {
+            p = &r->next;
+        }
+    }
+    pthread_mutex_unlock(&g.lock);
+    if (final) {
+        /* the threads still alive end with the process */
+        int64_t end = now_ns();
+        pthread_mutex_lock(&g.lock);
+        ring_t *alive = g.rings;
+        pthread_mutex_unlock(&g.lock);
+        for (ring_t *r = alive; r; r = r->next) {
+            task_row_t *nr = realloc(rows, (size_t)(nrows + 1) * sizeof *nr);
+            if (!nr) break;
+            rows = nr;
+            rows[nrows++] = (task_row_t){.task = r->implicit_task, .end = end, .has_end = 1};
+        }
+    }
+    if (nrows) write_tasks(rows, nrows);
+    for (int i = 0; i < nrows; i++) free(rows[i].name);
+    free(rows);
+    write_snapshots(final);
+    pthread_mutex_unlock(&g.flush_lock);
+}
+
+void gigi_flush(void) {
+    if (gigi_enabled_) flush(0);
+}
+
+static void *writer_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&g.lock);
+    while (!g.stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)(g.interval_ms % 1000) * 1000000L;
+        until.tv_sec += g.interval_ms / 1000 + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        if (!atomic_exchange_explicit(&g.nudged, 0, memory_order_acq_rel))
+            pthread_cond_timedwait(&g.wake, &g.lock, &until);
+        atomic_store_explicit(&g.nudged, 0, memory_order_relaxed);
+        if (g.stopping) break;
+        pthread_mutex_unlock(&g.lock);
+        flush(0);
+        pthread_mutex_lock(&g.lock);
+    }
+    pthread_mutex_unlock(&g.lock);
+    return NULL;
+}
+
+static void start_writer(void) {
+    g.stopping = 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not ours */
+    g.writer_running = pthread_create(&g.writer, NULL, writer_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void at_exit(void) {
+    if (!gigi_enabled_) return;
+    if (g.writer_running) {
+        pthread_mutex_lock(&g.lock);
+        g.stopping = 1;
+        pthread_cond_signal(&g.wake);
+        pthread_mutex_unlock(&g.lock);
+        pthread_join(g.writer, NULL);
+        g.writer_running = 0;
+    }
+    flush(1);
+    gigi_enabled_ = 0;
+}
+
+/* Around fork: the parent flushes first, so that the child inherits nothing to write twice;
+ * the child starts over as a process of its own (pid, task ids, rings, writer). */
+static void before_fork(void) {
+    if (!gigi_enabled_) return;
+    flush(0);
+    pthread_mutex_lock(&g.flush_lock);
+    pthread_mutex_lock(&g.lock);
+}
+
+static void after_fork_parent(void) {
+    if (!gigi_enabled_) return;
+    pthread_mutex_unlock(&g.lock);
+    pthread_mutex_unlock(&g.flush_lock);
+}
+
+static void after_fork_child(void) {
+    if (!gigi_enabled_) return;
+    pthread_mutex_unlock(&g.lock);
+    pthread_mutex_unlock(&g.flush_lock);
+    g.pid = getpid();
+    g.task_counter = 0;
+    g.seq = 0;
+    g.snapshot_key = 0;
+    g.sites_written = 0;
+    for (int i = 0; i < g.ntasks; i++) free(g.tasks[i].name);
+    g.ntasks = 0;
+    for (int i = 0; i < MAX_RESOURCES; i++) atomic_store(&g.drops[i], 0);
+    /* the other threads are gone in the child; their rings were the parent's to write */
+    ring_t *mine = my_ring;
+    for (ring_t *r = g.rings, *next; r; r = next) {
+        next = r->next;
+        if (r != mine) free(r->records), free(r);
+    }
+    g.rings = NULL;
+    if (mine) {
+        free(mine->records);
+        free(mine);
+        my_ring = NULL;
+        pthread_setspecific(ring_key, NULL);
+    }
+    cur_task = 0;
+    task_depth = 0;
+    start_writer();
+}
+
+__attribute__((constructor)) static void gigi_init(void) {
+    const char *dir = getenv("GIGI_TRACE");
+    if (!dir || !*dir) return;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "gigi: cannot create trace directory %s: %s; not tracing\n", dir,
+                strerror(errno));
+        return;
+    }
+    snprintf(g.dir, sizeof g.dir, "%s", dir);
+    const char *iv = getenv("GIGI_INTERVAL_MS");
+    g.interval_ms = iv && atoi(iv) > 0 ? atoi(iv) : 200;
+    const char *rr = getenv("GIGI_RING_RECORDS");
+    uint64_t records = rr && atoll(rr) > 0 ? (uint64_t)atoll(rr) : 16384;
+    g.ring_records = 1;
+    while (g.ring_records < records) g.ring_records <<= 1;
+    g.pid = getpid();
+    gethostname(g.host, sizeof g.host - 1);
+    const char *id = getenv("GIGI_TRACE_ID");
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    if (id && *id)
+        snprintf(g.trace_id, sizeof g.trace_id, "%s", id);
+    else
+        snprintf(g.trace_id, sizeof g.trace_id, "%s-%d-%llx", g.host, g.pid,
+                 (unsigned long long)wall.tv_sec * 1000000000ull + (unsigned long long)wall.tv_nsec);
+    pthread_key_create(&ring_key, ring_free);
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    atexit(at_exit);
+    gigi_enabled_ = 1;
+    start_writer();
+}

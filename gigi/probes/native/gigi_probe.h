@@ -1,0 +1,98 @@
+/*
+ * gigi's native probes: record WAIT / ACQUIRE / USE / RELEASE events of application-defined
+ * resources from C and C++ programs into a trace directory of Arrow IPC stream segments
+ * (trace format v1: tables events, tasks, resources, sites).
+ *
+ * Off unless the environment variable GIGI_TRACE names a directory when the program starts:
+ * then every probe is one load and one predictable branch. Each thread writes fixed-width
+ * records into a ring of its own; a writer thread turns them into segments every
+ * GIGI_INTERVAL_MS (default 200) and at exit. A full ring drops the event and counts it per
+ * resource (the program never blocks). Segments are written under a temporary name and
+ * renamed, so a killed process leaves every segment it flushed readable.
+ *
+ * Environment: GIGI_TRACE (trace directory), GIGI_INTERVAL_MS, GIGI_RING_RECORDS (records per
+ * thread, a power of two, default 16384: 1 MiB a thread).
+ *
+ * Build: cc -I$(gigi-query probes cflags) ... gigi_probe.c -lpthread (see `gigi-query probes
+ * cflags` and `gigi-query probes libs`). C11 and pthreads, nothing else.
+ */
+#ifndef GIGI_PROBE_H
+#define GIGI_PROBE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gigi_kind { GIGI_WAIT = 0, GIGI_ACQUIRE = 1, GIGI_USE = 2, GIGI_RELEASE = 3 };
+
+/* Nonzero while recording (GIGI_TRACE was set at start-up). */
+extern volatile int gigi_enabled_;
+
+/* Declare a resource class ("sqlite.pcache"); returns its id, the same for the same name.
+ * capacity < 0: unknown. unit: "pages", "bytes", "slots", "locks", "records" (or NULL).
+ * sharing: "exclusive", "shared", "pool", "log" (or NULL). Returns -1 when off or full. */
+int32_t gigi_resource(const char *name, int64_t capacity, const char *unit, const char *sharing);
+
+/* Describe a code location (the sites table): ids come from `gigi-query scan`. */
+void gigi_site(int32_t site, const char *file, int32_t line, const char *function, int kind,
+               const char *resource, const char *origin, int verified);
+
+/* Tasks: the current task is per thread. gigi_task_begin starts a task whose parent is the
+ * thread's current one and makes it current; gigi_task_end ends it and makes its parent
+ * current again. gigi_task_switch makes an existing task current (work handed to a pool
+ * thread) and returns the one it replaces. Ids are unique across the processes of a host. */
+int64_t gigi_task_begin(const char *name, int background);
+void gigi_task_end(int64_t task);
+int64_t gigi_task_switch(int64_t task);
+int64_t gigi_task_current(void);
+
+/* The events. object 0 = the resource as a whole; site -1 = unknown. */
+void gigi_event_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t site,
+                 int has_value, int64_t value);
+/* A WAIT is recorded when it ends, with its start and length; one still open when the trace
+ * is written (or the process exits) is recorded with a null length. Returns a token for
+ * gigi_wait_end (0 when off). Waits nest up to 8 deep per thread. */
+int64_t gigi_wait_begin_(int32_t rid, int64_t object, int64_t amount, int32_t site);
+void gigi_wait_end_(int64_t token);
+
+/* Flush everything recorded so far into segments now (the writer also does it on its own). */
+void gigi_flush(void);
+/* Events dropped so far because a thread's ring was full. */
+uint64_t gigi_dropped(void);
+
+#define GIGI_LIKELY_OFF(x) __builtin_expect(!(x), 1)
+
+static inline void gigi_acquire(int32_t rid, int64_t object, int64_t amount, int32_t site) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
+    gigi_event_(GIGI_ACQUIRE, rid, object, amount, site, 0, 0);
+}
+static inline void gigi_use(int32_t rid, int64_t object, int64_t amount, int32_t site) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
+    gigi_event_(GIGI_USE, rid, object, amount, site, 0, 0);
+}
+static inline void gigi_release(int32_t rid, int64_t object, int64_t amount, int32_t site) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
+    gigi_event_(GIGI_RELEASE, rid, object, amount, site, 0, 0);
+}
+/* The same with a value sampled at the site (free pages, queue length). */
+static inline void gigi_event_value(int kind, int32_t rid, int64_t object, int64_t amount,
+                                    int32_t site, int64_t value) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
+    gigi_event_(kind, rid, object, amount, site, 1, value);
+}
+static inline int64_t gigi_wait_begin(int32_t rid, int64_t object, int64_t amount,
+                                      int32_t site) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
+    return gigi_wait_begin_(rid, object, amount, site);
+}
+static inline void gigi_wait_end(int64_t token) {
+    if (GIGI_LIKELY_OFF(token)) return;
+    gigi_wait_end_(token);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GIGI_PROBE_H */
