@@ -451,7 +451,9 @@ probes_app = typer.Typer(
 app.add_typer(probes_app, name="probes")
 
 
-@probes_app.command("cflags", epilog="Example: cc $(gigi-query probes cflags) -c app.c")
+@probes_app.command(
+    "cflags", epilog="Example: gigi-query probes cflags   (cc $(gigi-query probes cflags) -c app.c)"
+)
 def probes_cflags() -> None:
     """Print the flags that compile code including gigi_probe.h."""
     from gigi.probes import native
@@ -459,7 +461,9 @@ def probes_cflags() -> None:
     typer.echo(" ".join(native.cflags()))
 
 
-@probes_app.command("libs", epilog="Example: cc app.o $(gigi-query probes libs) -o app")
+@probes_app.command(
+    "libs", epilog="Example: gigi-query probes libs   (cc app.o $(gigi-query probes libs) -o app)"
+)
 def probes_libs(
     out: Annotated[
         Path | None,

@@ -1,0 +1,70 @@
+/* A program the native-probe tests run: `program MODE [N]`. Every mode emits a known
+ * sequence; the tests compare what the trace holds with it. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gigi_probe.h"
+
+static int32_t pool, log_;
+static long n = 100;
+
+/* Per request: a wait, then ACQUIRE, USE (with a value), RELEASE of object i, amount i % 3 + 1. */
+static void requests(long first, long count) {
+    for (long i = first; i < first + count; i++) {
+        int64_t t = gigi_task_begin("request", 0);
+        int64_t w = gigi_wait_begin(pool, i, i % 3 + 1, 10);
+        gigi_wait_end(w);
+        gigi_acquire(pool, i, i % 3 + 1, 11);
+        gigi_event_value(GIGI_USE, pool, i, 1, 12, 1000 + i);
+        gigi_release(pool, i, i % 3 + 1, -1);
+        gigi_task_end(t);
+    }
+}
+
+static void *thread_main(void *arg) {
+    long k = (long)arg;
+    requests(k * n, n);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "basic";
+    if (argc > 2) n = atol(argv[2]);
+    pool = gigi_resource("test.pool", 8, "slots", "pool");
+    log_ = gigi_resource("test.log", -1, "bytes", "log");
+    gigi_site(10, "src/pool.c", 40, "pool_get", GIGI_WAIT, "test.pool", "heuristic", 1);
+    gigi_site(11, "src/pool.c", 52, "pool_get", GIGI_ACQUIRE, "test.pool", "heuristic", 1);
+    gigi_site(12, "src/pool.c", 60, "pool_use", GIGI_USE, "test.pool", "heuristic", 1);
+    if (strcmp(mode, "basic") == 0) {
+        int64_t job = gigi_task_begin("purge", 1);
+        gigi_acquire(log_, 0, 4096, -1);
+        requests(0, n); /* tasks started inside the purge job: its children */
+        gigi_task_end(job);
+        gigi_wait_begin(log_, 0, 1, -1); /* still waiting at exit */
+    } else if (strcmp(mode, "threads") == 0) {
+        pthread_t th[4];
+        for (long k = 0; k < 4; k++) pthread_create(&th[k], NULL, thread_main, (void *)k);
+        for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+        printf("%llu\n", (unsigned long long)gigi_dropped());
+    } else if (strcmp(mode, "killed") == 0) {
+        requests(0, n);
+        gigi_flush();
+        printf("flushed\n");
+        fflush(stdout);
+        for (long i = n;; i++) requests(i, 1); /* until killed */
+    } else if (strcmp(mode, "fork") == 0) {
+        requests(0, n);
+        pid_t child = fork();
+        requests(child == 0 ? 1000000 : 2000000, n);
+        if (child == 0) return 0;
+        waitpid(child, NULL, 0);
+    } else if (strcmp(mode, "enabled") == 0) {
+        printf("%d\n", gigi_enabled_);
+    }
+    return 0;
+}
