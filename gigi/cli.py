@@ -420,6 +420,32 @@ def scan(
     typer.echo(f"wrote {out / 'sites.parquet'}, resources.parquet, candidates.parquet, report.json")
 
 
+@app.command(epilog="Example: gigi-query validate ./trace --sites ./sites --out ./sites-valid")
+def validate(
+    trace: Target,
+    sites: Annotated[Path, typer.Option(help="Sites table: scan's OUT folder or a .parquet.")],
+    out: Annotated[Path, typer.Option(help="Folder for the pruned sites and the report.")],
+    min_share: Annotated[
+        float | None,
+        typer.Option(help="Share of a site's events that must fit a lifecycle (default 0.2)."),
+    ] = None,
+) -> None:
+    """Keep the sites whose events in a run formed a plausible lifecycle; drop the rest."""
+    from gigi.scan._validate import read_sites, write
+    from gigi.scan._validate import validate as run_validate
+
+    v = run_validate(trace, read_sites(sites), min_share)
+    write(v, out)
+    for kind, k in v.by_kind.items():
+        typer.echo(
+            f"  {kind:8s} {k['candidates']:4d} candidates, {k['exercised']:4d} exercised, "
+            f"{k['removed']:4d} removed as false"
+        )
+    for r in v.removed():
+        typer.echo(f"  removed site {r['site']} ({r['kind']}): {r['reason']}")
+    typer.echo(f"wrote {out / 'sites.parquet'} ({v.sites.num_rows} sites), validation.json")
+
+
 detectors_app = typer.Typer(
     help="The detectors diagnose runs.", no_args_is_help=True, rich_markup_mode=None
 )

@@ -180,3 +180,52 @@ def test_events_carry_real_thread_ids(program, tmp_path):
     (pid,) = {p.name.split("-")[1] for p in trace.glob("events-*.arrows")}
     threads = {t for (t,) in rows(con, "SELECT DISTINCT thread FROM events")}
     assert len(threads) == 4 and int(pid) not in threads and all(t > 0 for t in threads)
+
+
+def test_validation_removes_planted_false_candidates_and_keeps_true_ones(program, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gigi.schema import SITES
+
+    trace = tmp_path / "trace"
+    run(program, trace, "planted")
+    kinds = {10: 0, 11: 1, 12: 2, 13: 3, 20: 1, 21: 3, 22: 2, 23: 0, 30: 1}
+    sites = pa.table(
+        {
+            "site": list(kinds),
+            "file": ["pool.c"] * len(kinds),
+            "line": [100 + s for s in kinds],
+            "function": [f"f{s}" for s in kinds],
+            "kind": list(kinds.values()),
+            "resource": ["test.pool"] * len(kinds),
+            "origin": ["heuristic"] * len(kinds),
+            "verified": [True] * len(kinds),
+        },
+        schema=SITES.arrow_schema,
+    )
+    (tmp_path / "scan").mkdir()
+    pq.write_table(sites, tmp_path / "scan" / "sites.parquet")
+    out = tmp_path / "valid"
+    assert cli(["validate", str(trace), "--sites", str(tmp_path / "scan"), "--out", str(out)]) == 0
+    kept = set(pq.read_table(out / "sites.parquet").column("site").to_pylist())
+    assert kept == {10, 11, 12, 13, 30}  # 30 was never reached: nothing speaks against it
+    report = __import__("json").loads((out / "validation.json").read_text())
+    assert {r["site"] for r in report["removed"]} == {20, 21, 22, 23}
+    assert {k: v["removed"] for k, v in report["by_kind"].items()} == {
+        "WAIT": 1,
+        "ACQUIRE": 1,
+        "USE": 1,
+        "RELEASE": 1,
+    }
+    assert report["by_kind"]["ACQUIRE"]["exercised"] == 2
+
+
+def test_validate_without_a_sites_table_says_so(program, tmp_path, capsys):
+    trace = tmp_path / "trace"
+    run(program, trace, "basic", "3")
+    missing = tmp_path / "nowhere"
+    assert cli(["validate", str(trace), "--sites", str(missing), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no sites table" in err and str(missing) in err
+    assert not (tmp_path / "o").exists()

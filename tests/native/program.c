@@ -26,6 +26,50 @@ static void requests(long first, long count) {
     }
 }
 
+/* Planted mode: true sites 10-13 in a real lifecycle (a waiter behind a holder), and false
+ * candidates 20-23 whose events fit no lifecycle. */
+static volatile int held = 0, done = 0;
+
+static void *waiter(void *arg) {
+    (void)arg;
+    int64_t t = gigi_task_begin("waiter", 0);
+    while (!held) {
+    }
+    int64_t w = gigi_wait_begin(pool, 7, 1, 10);
+    while (held) {
+    }
+    gigi_wait_end(w);
+    gigi_acquire(pool, 7, 1, 11);
+    gigi_use(pool, 7, 1, 12);
+    gigi_release(pool, 7, 1, 13);
+    gigi_task_end(t);
+    return NULL;
+}
+
+static void planted(void) {
+    pthread_t th;
+    pthread_create(&th, NULL, waiter, NULL);
+    int64_t t = gigi_task_begin("holder", 0);
+    gigi_acquire(pool, 7, 1, 11);
+    held = 1;
+    for (volatile long i = 0; i < 2000000; i++) {
+    }
+    gigi_use(pool, 7, 1, 12);
+    gigi_release(pool, 7, 1, 13);
+    held = 0;
+    pthread_join(th, NULL);
+    for (long i = 100; i < 110; i++) {
+        gigi_acquire(pool, i, 1, 20);             /* a lookup: nothing is ever given back */
+        gigi_release(log_, 5000 + i, 1, 21);      /* gives back what nobody took */
+        gigi_acquire(pool, 200 + i, 1, 11);
+        gigi_release(pool, 200 + i, 1, 13);
+        gigi_use(pool, 200 + i, 1, 22);           /* after its own release */
+        int64_t w = gigi_wait_begin(log_, 0, 1, 23); /* nobody holds the log */
+        gigi_wait_end(w);
+    }
+    gigi_task_end(t);
+}
+
 static void *thread_main(void *arg) {
     long k = (long)arg;
     requests(k * n, n);
@@ -63,6 +107,8 @@ int main(int argc, char **argv) {
         requests(child == 0 ? 1000000 : 2000000, n);
         if (child == 0) return 0;
         waitpid(child, NULL, 0);
+    } else if (strcmp(mode, "planted") == 0) {
+        planted();
     } else if (strcmp(mode, "enabled") == 0) {
         printf("%d\n", gigi_enabled_);
     }

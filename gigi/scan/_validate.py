@@ -1,0 +1,105 @@
+"""Runtime validation of scanned sites: run the instrumented program, then keep only the sites
+whose events formed a plausible lifecycle (validate.sql says which). Sites a run never reached
+are kept: a run can only speak for what it exercised."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gigi.queries._docs import parse
+from gigi.scan._parse import ScanError
+from gigi.schema import KIND_NAMES, SITES, normalize_batch
+
+QUERY = Path(__file__).with_name("validate.sql")
+
+REASONS = {
+    "ACQUIRE": "none of enough of its ACQUIREs was ever released: it takes nothing",
+    "RELEASE": "its RELEASEs ended no hold an ACQUIRE began: it gives nothing back",
+    "USE": "its task used the object after releasing it",
+    "WAIT": "no other task held the resource while it waited: nothing to wait for",
+}
+
+
+@dataclass
+class Validation:
+    sites: pa.Table  # the kept sites, trace format v1
+    rows: list[dict]  # per candidate: site, kind, events, fitting, keep
+    by_kind: dict[str, dict] = field(default_factory=dict)
+
+    def removed(self) -> list[dict]:
+        return [r for r in self.rows if not r["keep"]]
+
+    def report(self) -> dict:
+        return {"by_kind": self.by_kind, "removed": self.removed()}
+
+
+def read_sites(path: str | os.PathLike) -> pa.Table:
+    """A sites table: a Parquet file, or a scan's output directory holding sites.parquet."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "sites.parquet"
+    if not p.is_file():
+        raise ScanError(f"{path}: no sites table (sites.parquet from gigi-query scan)")
+    try:
+        table = pq.read_table(p)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise ScanError(f"{p}: not a Parquet sites table ({e})") from None
+    return pa.Table.from_batches(
+        [normalize_batch(b, SITES, path=str(p)) for b in table.to_batches()],
+        schema=SITES.arrow_schema,
+    )
+
+
+def validate(trace, sites: pa.Table, min_share: float | None = None) -> Validation:
+    """Judge every site of ``sites`` by its events in ``trace`` (a store, a store entry or a
+    raw trace directory)."""
+    from gigi.queries import connect
+
+    doc = parse(QUERY)
+    share = float(doc.params["validate_min_share"].default) if min_share is None else min_share
+    if not 0 <= share <= 1:
+        raise ScanError(f"--min-share {share}: expected a share between 0 and 1")
+    con = connect(trace, variables={"validate_min_share": share})
+    try:
+        con.register("candidates", sites.select(["site", "kind"]))
+        result = con.sql(doc.text).to_arrow_table()
+    finally:
+        con.close()
+    rows = result.to_pylist()
+    keep = {r["site"] for r in rows if r["keep"]}
+    for r in rows:
+        r["kind"] = KIND_NAMES[r["kind"]]
+        r["reason"] = (
+            "not exercised by this run"
+            if r["events"] == 0
+            else f"{r['fitting']} of {r['events']} events fit"
+            if r["keep"]
+            else f"{REASONS[r['kind']]} ({r['fitting']} of {r['events']} events fit)"
+        )
+    by_kind = {}
+    for kind in KIND_NAMES:
+        mine = [r for r in rows if r["kind"] == kind]
+        by_kind[kind] = {
+            "candidates": len(mine),
+            "exercised": sum(r["events"] > 0 for r in mine),
+            "removed": sum(not r["keep"] for r in mine),
+            "kept": sum(r["keep"] for r in mine),
+        }
+    mask = pa.array([s in keep for s in sites.column("site").to_pylist()], pa.bool_())
+    return Validation(sites.filter(mask), rows, by_kind)
+
+
+def write(v: Validation, out: str | os.PathLike) -> None:
+    """OUT/sites.parquet (the pruned table) and OUT/validation.json (every verdict)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "sites.parquet.tmp"
+    pq.write_table(v.sites, tmp)
+    os.replace(tmp, out / "sites.parquet")
+    (out / "validation.json").write_text(json.dumps(v.report(), indent=1) + "\n")
