@@ -420,6 +420,30 @@ def scan(
     typer.echo(f"wrote {out / 'sites.parquet'}, resources.parquet, candidates.parquet, report.json")
 
 
+@app.command(epilog="Example: gigi-query instrument ./src --sites ./sites --out ./src-probed")
+def instrument(
+    src: Annotated[Path, typer.Argument(help="C/C++ source tree that was scanned.")],
+    sites: Annotated[Path, typer.Option(help="Scan's OUT folder (sites.parquet, resources).")],
+    out: Annotated[Path, typer.Option(help="Empty or new folder for the instrumented copy.")],
+    compile_commands: Annotated[
+        Path | None, typer.Option(help="compile_commands.json with each file's flags.")
+    ] = None,
+) -> None:
+    """Copy a source tree with native probe calls inserted at the verified sites."""
+    from gigi.scan._instrument import instrument as run_instrument
+
+    report = run_instrument(src, sites, out, compile_commands=compile_commands)
+    typer.echo(
+        f"placed {report['placed']} of {report['sites']} sites in {len(report['files'])} files"
+    )
+    for s in report["skipped"]:
+        typer.echo(f"  skipped site {s['site']} ({s['kind']} {s['file']}:{s['line']}): {s['how']}")
+    typer.echo(
+        f"wrote {out}; build it with its own build system plus: "
+        "CFLAGS $(gigi-query probes cflags), LIBS $(gigi-query probes libs)"
+    )
+
+
 @app.command(epilog="Example: gigi-query validate ./trace --sites ./sites --out ./sites-valid")
 def validate(
     trace: Target,

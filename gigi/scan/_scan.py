@@ -184,6 +184,10 @@ def write(result: ScanResult, out: str | os.PathLike) -> dict:
                 "resource": pa.array([c.resource for c in sites], pa.string()),
                 "origin": pa.array([c.origin for c in sites], pa.string()),
                 "verified": pa.array([True] * len(sites), pa.bool_()),
+                # columns of the scanner's own (readers ignore them): what the instrumenter
+                # passes as the event's object and amount
+                "object_expr": pa.array([c.object_expr for c in sites], pa.string()),
+                "amount_expr": pa.array([c.amount_expr for c in sites], pa.string()),
             }
         ),
         out / "sites.parquet",

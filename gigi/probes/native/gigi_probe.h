@@ -91,6 +91,8 @@ static inline void gigi_wait_end(int64_t token) {
     if (GIGI_LIKELY_OFF(token)) return;
     gigi_wait_end_(token);
 }
+/* For __attribute__((cleanup)): a wait that ends however its scope is left. */
+static inline void gigi_wait_cleanup(int64_t *token) { gigi_wait_end(*token); }
 
 #ifdef __cplusplus
 }
