@@ -7,20 +7,35 @@
 --   explain): releases lost from the trace also leave holds open, but they do not add up.
 -- param leak_min_share: leaked units as a share of the capacity (or of the peak) (default 0.05)
 -- param leak_min_age: how long before the trace end the task must have ended, share of the trace (default 0.1)
-WITH leaked AS (
+WITH last_acquire AS (
+    -- per object: its last ACQUIRE
+    SELECT resource, object, max(seq) AS seq FROM events
+    WHERE kind = 1 AND object <> 0 GROUP BY ALL
+), last_wait AS (
+    -- per object: its last WAIT, and the last by a task other than that one's; together they
+    -- tell whether a task other than any given one waited after a given point
+    SELECT resource, object, max(seq) AS seq, arg_max(task, seq) AS task
+    FROM waits WHERE object <> 0 GROUP BY ALL
+), other_wait AS (
+    SELECT w.resource, w.object, max(w.seq) AS seq
+    FROM waits AS w JOIN last_wait AS l USING (resource, object)
+    WHERE w.task <> l.task GROUP BY ALL
+), leaked AS (
     -- An object acquired again later (by anyone) was not really lost: its RELEASE was.
     SELECT h.resource, h.task, sum(h.amount) AS units,
            sum(h.amount) FILTER (WHERE h.object = 0) AS pooled_units, min(t."end") AS ended
-    FROM holds AS h JOIN tasks AS t USING (task), trace_info AS i
+    FROM holds AS h JOIN tasks AS t USING (task)
+    CROSS JOIN trace_info AS i
+    LEFT JOIN last_acquire AS la ON la.resource = h.resource AND la.object = h.object
+    LEFT JOIN last_wait AS lw ON lw.resource = h.resource AND lw.object = h.object
+    LEFT JOIN other_wait AS ow ON ow.resource = h.resource AND ow.object = h.object
     WHERE h.open AND h.outlived_task
         AND t."end" <= i."end" - getvariable('leak_min_age') * (i."end" - i.start)
         AND (h.object = 0 OR (
-            -- an object nobody acquired again, and that somebody waited for in vain
-            NOT EXISTS (SELECT 1 FROM events AS e WHERE e.kind = 1 AND e.resource = h.resource
-                        AND e.object = h.object AND e.seq > h.acquire_seq)
-            AND EXISTS (SELECT 1 FROM waits AS w WHERE w.resource = h.resource
-                        AND w.object = h.object AND w.seq > h.acquire_seq
-                        AND w.task <> h.task)))
+            -- an object nobody acquired again, and that somebody else waited for in vain
+            coalesce(la.seq, 0) <= h.acquire_seq
+            AND (lw.seq > h.acquire_seq AND lw.task <> h.task
+                 OR ow.seq > h.acquire_seq)))
     GROUP BY ALL
 ), released_by_others AS (
     -- resources whose holds are normally ended by other tasks (a purge, a reclaimer)

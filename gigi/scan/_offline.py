@@ -40,6 +40,11 @@ INVERSE = re.compile(r"free|avail|idle|remaining|left|recycl", re.I)
 FREE_LIST = re.compile(r"free|lru|avail|idle|unused|spare|recycl|pool|empty|cache", re.I)
 
 
+# locals that hold a status code (rc = write(log->fd, ...)): derived from the resource, yet
+# neither an object nor anything handed out
+STATUS = re.compile(r"^(rc|ret|err|errcode|status)$")
+
+
 def record_pattern(record: str) -> re.Pattern:
     """A type that names the record: ``frame``, ``frame_t``, ``struct frame *``."""
     return re.compile(rf"\b{re.escape(record)}(_t)?\b")
@@ -305,7 +310,14 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         amount = next(
             (a.text.split("+=")[-1].strip() for a in takes if a.op == "+=" and "+=" in a.text), "1"
         )
-        obj = next((srcs[0] for _, srcs, _ in fn.returns if srcs and srcs[0] in fn.locals), "")
+        obj = next(
+            (
+                srcs[0]
+                for _, srcs, _ in fn.returns
+                if srcs and srcs[0] in fn.locals and not STATUS.match(srcs[0])
+            ),
+            "",
+        )
         obj = obj or (referenced[0].target_base if referenced else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
     links = links_of(guess)
@@ -341,7 +353,9 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     if (data or io or named) and not fn.internal:
         cand(
             "USE",
-            min([a.line for a in data] + [c.line for c in io], default=fn.line),
+            min([a.line for a in data] + [c.line for c in io])
+            if data or io
+            else min([a.line for a in fn.accesses] + [c.line for c in fn.calls], default=fn.line),
             "works through "
             + ", ".join(
                 sorted({f"{a.record}.{a.member}" for a in data} | {f"{c.callee}()" for c in io})[:4]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from gigi.scan._offline import (
     BLOCKING,
     SLEEPS,
+    STATUS,
     Candidate,
     lock_calls,
     record_pattern,
@@ -32,7 +33,6 @@ from gigi.scan._offline import (
 )
 from gigi.scan._parse import Function
 
-STATUS = re.compile(r"^(rc|ret|err|errcode|status)$")
 LOOKUP_CALL = re.compile(r"^(find|at|lookup|get|search|front|back|pop|begin|operator\[\])", re.I)
 
 

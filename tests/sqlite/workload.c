@@ -1,0 +1,129 @@
+/* Workloads on SQLite for gigi's end-to-end tests and bench, each transaction a task:
+ *
+ *   workload DB normal SECONDS     one client: point reads and an update per transaction;
+ *                                  prints transactions per second
+ *   workload DB writers SECONDS    a batch writer keeps a write transaction open for most of
+ *                                  the run while four clients try short writes behind it
+ *
+ * Built against an SQLite amalgamation (instrumented or not) and gigi's native runtime. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gigi_probe.h"
+#include "sqlite3.h"
+
+#define ROWS 20000
+
+static const char *path;
+static double seconds;
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static sqlite3 *open_db(void) {
+    sqlite3 *db;
+    if (sqlite3_open(path, &db) != SQLITE_OK) {
+        fprintf(stderr, "open %s: %s\n", path, sqlite3_errmsg(db));
+        exit(1);
+    }
+    sqlite3_busy_timeout(db, 60000);
+    sqlite3_exec(db, "PRAGMA synchronous=OFF", 0, 0, 0);
+    return db;
+}
+
+static void exec(sqlite3 *db, const char *sql) {
+    char *err = 0;
+    if (sqlite3_exec(db, sql, 0, 0, &err) != SQLITE_OK) {
+        fprintf(stderr, "%s: %s\n", sql, err);
+        exit(1);
+    }
+}
+
+static void setup(void) {
+    sqlite3 *db = open_db();
+    exec(db, "DROP TABLE IF EXISTS t; CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT, n INT)");
+    exec(db, "BEGIN");
+    sqlite3_stmt *ins;
+    sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?, hex(randomblob(40)), 0)", -1, &ins, 0);
+    for (int k = 0; k < ROWS; k++) {
+        sqlite3_bind_int(ins, 1, k);
+        sqlite3_step(ins);
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    exec(db, "COMMIT");
+    sqlite3_close(db);
+}
+
+static long transactions(sqlite3 *db, const char *name, double until, unsigned seed) {
+    sqlite3_stmt *get, *upd;
+    sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &get, 0);
+    sqlite3_prepare_v2(db, "UPDATE t SET n = n + 1 WHERE k = ?", -1, &upd, 0);
+    long done = 0;
+    while (now() < until) {
+        int64_t task = gigi_task_begin(name, 0);
+        exec(db, "BEGIN");
+        for (int i = 0; i < 5; i++) {
+            sqlite3_bind_int(get, 1, (int)(rand_r(&seed) % ROWS));
+            while (sqlite3_step(get) == SQLITE_ROW) {
+            }
+            sqlite3_reset(get);
+        }
+        sqlite3_bind_int(upd, 1, (int)(rand_r(&seed) % ROWS));
+        sqlite3_step(upd);
+        sqlite3_reset(upd);
+        exec(db, "COMMIT");
+        gigi_task_end(task);
+        done++;
+    }
+    sqlite3_finalize(get);
+    sqlite3_finalize(upd);
+    return done;
+}
+
+static void *client(void *arg) {
+    sqlite3 *db = open_db();
+    char name[32];
+    snprintf(name, sizeof name, "client %ld: UPDATE t", (long)arg);
+    transactions(db, name, now() + seconds, (unsigned)(long)arg);
+    sqlite3_close(db);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: workload DB normal|writers SECONDS\n");
+        return 2;
+    }
+    path = argv[1];
+    seconds = atof(argv[3]);
+    setup();
+    if (strcmp(argv[2], "normal") == 0) {
+        sqlite3 *db = open_db();
+        double t0 = now();
+        long n = transactions(db, "client: UPDATE t", t0 + seconds, 1);
+        printf("%.1f\n", n / (now() - t0));
+        sqlite3_close(db);
+    } else if (strcmp(argv[2], "writers") == 0) {
+        pthread_t th[4];
+        sqlite3 *db = open_db();
+        int64_t task = gigi_task_begin("batch: UPDATE t SET n = 0", 1);
+        exec(db, "BEGIN IMMEDIATE");
+        exec(db, "UPDATE t SET n = 0 WHERE k < 100");
+        for (long i = 0; i < 4; i++) pthread_create(&th[i], NULL, client, (void *)i);
+        struct timespec hold = {(time_t)(seconds * 0.6), 0};
+        nanosleep(&hold, NULL); /* the batch job thinks, holding its write lock */
+        exec(db, "COMMIT");
+        gigi_task_end(task);
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        sqlite3_close(db);
+    }
+    return 0;
+}
