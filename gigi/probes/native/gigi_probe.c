@@ -91,7 +91,8 @@ static struct {
     int ntasks, tasks_cap;
     int64_t task_counter;
     uint64_t seq;
-    uint64_t snapshot_key;
+    uint64_t snapshot_key, snapshot_drops;
+    int64_t snapshot_ns, tasks_ns;
     int write_failed;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER,
        .flush_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -533,12 +534,18 @@ static void write_tasks(task_row_t *rows, int n) {
 static void write_snapshots(int force) {
     pthread_mutex_lock(&g.lock);
     int n = g.nresources, ns = g.nsites;
-    uint64_t key = (uint64_t)n * 1000003u + gigi_dropped() * 31u + (uint64_t)ns;
-    if (!force && key == g.snapshot_key) {
+    /* rewritten when resources or sites are added; for drops alone at most once a second */
+    uint64_t key = (uint64_t)n * 1000003u + (uint64_t)ns, lost = gigi_dropped();
+    int64_t now = now_ns();
+    int changed = key != g.snapshot_key ||
+                  (lost != g.snapshot_drops && now - g.snapshot_ns >= 1000000000);
+    if (!force && !changed) {
         pthread_mutex_unlock(&g.lock);
         return;
     }
     g.snapshot_key = key;
+    g.snapshot_drops = lost;
+    g.snapshot_ns = now;
     int64_t *cap = malloc((size_t)n * 8 + 8), *dropped = malloc((size_t)n * 8 + 8);
     uint8_t *has_cap = malloc((size_t)n + 1);
     strings_t names = {0}, units = {0}, sharing = {0};
@@ -603,9 +610,12 @@ static void write_snapshots(int force) {
     pthread_mutex_unlock(&g.lock);
 }
 
-/* Drain every ring into one events segment; with `final`, waits still open are written with
- * a null length. */
-static void flush(int final) {
+enum { FLUSH_PERIODIC, FLUSH_ALL, FLUSH_FINAL };
+
+/* Drain every ring into one events segment. FLUSH_ALL writes the task rows and snapshots now
+ * too; FLUSH_FINAL also writes the waits still open, with a null length. */
+static void flush(int mode) {
+    int final = mode == FLUSH_FINAL;
     pthread_mutex_lock(&g.flush_lock);
     pthread_mutex_lock(&g.lock);
     ring_t *rings = g.rings;
@@ -615,10 +625,16 @@ static void flush(int final) {
     if (n) write_events((int64_t)n);
 
     pthread_mutex_lock(&g.lock);
-    task_row_t *rows = g.tasks;
-    int nrows = g.ntasks;
-    g.tasks = NULL;
-    g.ntasks = g.tasks_cap = 0;
+    /* task rows go out once a second (or when many wait), not with every events segment */
+    task_row_t *rows = NULL;
+    int nrows = 0;
+    if (mode != FLUSH_PERIODIC || g.ntasks >= 65536 || now_ns() - g.tasks_ns >= 1000000000) {
+        rows = g.tasks;
+        nrows = g.ntasks;
+        g.tasks = NULL;
+        g.ntasks = g.tasks_cap = 0;
+        g.tasks_ns = now_ns();
+    }
     /* rings of threads that have exited, drained above, are freed */
     for (ring_t **p = &g.rings; *p;) {
         ring_t *r = *p;
@@ -649,12 +665,12 @@ static void flush(int final) {
     if (nrows) write_tasks(rows, nrows);
     for (int i = 0; i < nrows; i++) free(rows[i].name);
     free(rows);
-    write_snapshots(final);
+    write_snapshots(mode != FLUSH_PERIODIC);
     pthread_mutex_unlock(&g.flush_lock);
 }
 
 void gigi_flush(void) {
-    if (gigi_enabled_) flush(0);
+    if (gigi_enabled_) flush(FLUSH_ALL);
 }
 
 static void *writer_main(void *arg) {
@@ -671,7 +687,7 @@ static void *writer_main(void *arg) {
         atomic_store_explicit(&g.nudged, 0, memory_order_relaxed);
         if (g.stopping) break;
         pthread_mutex_unlock(&g.lock);
-        flush(0);
+        flush(FLUSH_PERIODIC);
         pthread_mutex_lock(&g.lock);
     }
     pthread_mutex_unlock(&g.lock);
@@ -697,7 +713,7 @@ static void at_exit(void) {
         pthread_join(g.writer, NULL);
         g.writer_running = 0;
     }
-    flush(1);
+    flush(FLUSH_FINAL);
     gigi_enabled_ = 0;
 }
 
@@ -705,7 +721,7 @@ static void at_exit(void) {
  * the child starts over as a process of its own (pid, task ids, rings, writer). */
 static void before_fork(void) {
     if (!gigi_enabled_) return;
-    flush(0);
+    flush(FLUSH_ALL);
     pthread_mutex_lock(&g.flush_lock);
     pthread_mutex_lock(&g.lock);
 }
@@ -723,7 +739,8 @@ static void after_fork_child(void) {
     g.pid = getpid();
     g.task_counter = 0;
     g.seq = 0;
-    g.snapshot_key = 0;
+    g.snapshot_key = g.snapshot_drops = 0;
+    g.snapshot_ns = g.tasks_ns = 0;
     g.sites_written = 0;
     for (int i = 0; i < g.ntasks; i++) free(g.tasks[i].name);
     g.ntasks = 0;

@@ -1,0 +1,92 @@
+"""Throughput of SQLite with gigi's probes against SQLite as it is, in one run.
+
+    python bench/sqlite_overhead.py [--seconds 3] [--repeats 5]
+
+Fetches SQLite's source from Debian's source packages (tests/sqlite/fetch.py), scans its page
+cache, pager and WAL offline, instruments them (gigi-query instrument), builds both
+amalgamations with SQLite's own build, and runs tests/sqlite/workload.c's normal workload (one
+client: five point reads and an update per transaction) on each, alternating, tracing on for
+the instrumented one. Prints transactions per second (medians), the overhead, events per
+transaction and the share of events dropped. The paper reports 3.7% on average and 7.8% at
+worst; the goal here is under 3%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests" / "sqlite"))
+
+from build import amalgamation, scan_and_instrument, workload  # noqa: E402
+from fetch import sqlite_tree  # noqa: E402
+
+from gigi.ingest import ingest  # noqa: E402
+
+
+def run(binary: Path, db: Path, seconds: float, trace: Path | None) -> float:
+    for f in db.parent.glob(db.name + "*"):
+        f.unlink()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
+    if trace is not None:
+        shutil.rmtree(trace, ignore_errors=True)
+        env["GIGI_TRACE"] = str(trace)
+    out = subprocess.run(
+        [str(binary), str(db), "normal", str(seconds)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.split()[0])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    tree = sqlite_tree()
+    if tree is None:
+        raise SystemExit("SQLite's source cannot be fetched here (needs apt with deb-src)")
+    work = Path(tempfile.mkdtemp(prefix="gigi-sqlite-overhead-"))
+    try:
+        _, probed = scan_and_instrument(tree, work / "scan")
+        plain = workload(amalgamation(tree, work / "plain"), work / "plain.bin", work / "lib")
+        instr = workload(
+            amalgamation(tree, work / "probed", probed), work / "probed.bin", work / "lib"
+        )
+        db, trace = work / "bench.db", work / "trace"
+        base, probe = [], []
+        for _ in range(args.repeats):
+            base.append(run(plain, db, args.seconds, None))
+            probe.append(run(instr, db, args.seconds, trace))
+        b, p = statistics.median(base), statistics.median(probe)
+        manifest = ingest(trace, work / "store")
+        txns = p * args.seconds
+        print(f"SQLite normal workload, {args.seconds:g} s runs, medians of {args.repeats}")
+        print(
+            f"  as it is:      {b:10,.0f} transactions/s  (runs: {', '.join(f'{x:,.0f}' for x in base)})"
+        )
+        print(
+            f"  instrumented:  {p:10,.0f} transactions/s  (runs: {', '.join(f'{x:,.0f}' for x in probe)})"
+        )
+        print(f"  overhead:      {1 - p / b:10.1%}")
+        total = manifest.events + manifest.dropped
+        print(
+            f"  last instrumented run: {manifest.events:,} events ({total / txns:.0f} a transaction, "
+            f"{total / args.seconds / 1e6:.2f} M/s), {manifest.dropped / max(total, 1):.2%} dropped"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

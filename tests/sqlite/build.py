@@ -1,0 +1,92 @@
+"""Build SQLite (from the Debian source tree that fetch.py brings) as an amalgamation, as is or
+with gigi's probes inserted by `gigi-query instrument`, and link tests/sqlite/workload.c
+against it and the native runtime. Its own build system does the work: configure, then
+`make sqlite3.c` (tclsh assembles the amalgamation)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from fetch import SUBSET, prepare
+
+from gigi.probes import native
+from gigi.scan import scan, write
+from gigi.scan._instrument import instrument
+
+HERE = Path(__file__).resolve().parent
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed in {cwd}:\n{done.stderr[-2000:]}")
+
+
+def scan_and_instrument(tree: Path, work: Path) -> tuple[Path, Path]:
+    """Scan the page cache, pager and WAL offline; write the sites to WORK/sites and the
+    instrumented files to WORK/probed. Returns both folders."""
+    commands = prepare(tree)
+    sub = work / "src"
+    sub.mkdir(parents=True, exist_ok=True)
+    for f in SUBSET:
+        link = sub / Path(f).name
+        if not link.exists():
+            os.symlink(tree / f, link)
+    write(scan(sub, compile_commands=commands), work / "sites")
+    instrument(sub, work / "sites", work / "probed", compile_commands=commands)
+    return work / "sites", work / "probed"
+
+
+def amalgamation(tree: Path, work: Path, replace: Path | None = None) -> Path:
+    """sqlite3.c (and sqlite3.h beside it) built from a copy of the tree, with the .c files of
+    REPLACE put in src/ first."""
+    copy = work / "tree"
+    shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("gigi-gen"))
+    if replace is not None:
+        for f in replace.glob("*.c"):
+            if f.is_file() and not f.is_symlink():
+                shutil.copyfile(f, copy / "src" / f.name)
+    build = copy / "bld"
+    build.mkdir()
+    _run(["sh", "../configure", "--disable-tcl", "--disable-readline"], build)
+    _run(["make", "sqlite3.c"], build)
+    return build / "sqlite3.c"
+
+
+def workload(sqlite3_c: Path, out: Path, lib_dir: Path) -> Path:
+    """tests/sqlite/workload.c linked with the amalgamation and the native runtime."""
+    cc = native.compiler()
+    obj = sqlite3_c.with_suffix(".o")
+    _run(
+        [
+            cc,
+            "-O2",
+            "-DSQLITE_THREADSAFE=1",
+            *native.cflags(),
+            "-c",
+            str(sqlite3_c),
+            "-o",
+            str(obj),
+        ],
+        sqlite3_c.parent,
+    )
+    _run(
+        [
+            cc,
+            "-O2",
+            *native.cflags(),
+            f"-I{sqlite3_c.parent}",
+            str(HERE / "workload.c"),
+            str(obj),
+            *native.libs(lib_dir),
+            "-ldl",
+            "-lm",
+            "-o",
+            str(out),
+        ],
+        sqlite3_c.parent,
+    )
+    return out
