@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from gigi.scan._offline import STATUS
 from gigi.scan._parse import ScanError, compile_flags, load_compile_commands
 
 KIND_CODES = {"WAIT": 0, "ACQUIRE": 1, "USE": 2, "RELEASE": 3}
@@ -315,9 +316,12 @@ def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str):
         else min(cands, key=lambda x: x.end - x.start)
     )
     call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
-    probe = f"if (gigi_enabled_) {call};"
     is_return = stmt.cursor.kind == ci.CursorKind.RETURN_STMT
     after = kind == "ACQUIRE" and not is_return
+    # an acquisition whose statement sets a status code (rc = lock(...)) happened only when
+    # that says success
+    status = _status_set(raw, stmt) if after else None
+    probe = f"if (gigi_enabled_{f' && {status} == 0' if status else ''}) {call};"
     if stmt.in_block:
         at = stmt.end if after else stmt.start
         return (
@@ -337,6 +341,13 @@ def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str):
             (stmt.end, 5, f"{MARK_OPEN} }}{MARK_CLOSE}"),
         ]
     return f"{'after' if after else 'before'} the statement at line {stmt.line}", ins
+
+
+def _status_set(raw: bytes, stmt: _Stmt) -> str | None:
+    """The status-code local a statement assigns (``rc = sqlite3OsLock(...)``), if any."""
+    text = raw[stmt.start : stmt.end].decode(errors="replace")
+    m = re.match(r"\s*(?:int\s+)?([A-Za-z_]\w*)\s*=[^=]", text)
+    return m.group(1) if m and STATUS.match(m.group(1)) else None
 
 
 def _declared_type(ci, fn, name: str):

@@ -305,19 +305,22 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
     ]
     referenced = references_taken(fn, takes, set(objects))
+    holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
     if (takes or cas or locks) and (returns_object or referenced or ACQUIRE_NAME.search(short)):
         line = max([a.line for a in takes] + [c.line for c in cas] + [c.line for c in locks])
         amount = next(
             (a.text.split("+=")[-1].strip() for a in takes if a.op == "+=" and "+=" in a.text), "1"
         )
-        obj = next(
-            (
-                srcs[0]
-                for _, srcs, _ in fn.returns
-                if srcs and srcs[0] in fn.locals and not STATUS.match(srcs[0])
-            ),
-            "",
+        # the object handed out: the one whose own count was raised (page->nRef++) when it is
+        # returned, else a local returned as it is, else the first local a return reads
+        returned = [srcs for _, srcs, _ in fn.returns if srcs]
+        counted = {a.target_base for a in takes if a.target_base in fn.locals}
+        candidates = (
+            [x for srcs in returned for x in srcs if x in counted]
+            + [srcs[0] for srcs in returned if len(srcs) == 1 and srcs[0] in fn.locals]
+            + [srcs[0] for srcs in returned if srcs[0] in fn.locals]
         )
+        obj = next((x for x in candidates if not STATUS.match(x) and x not in holders_of), "")
         obj = obj or (referenced[0].target_base if referenced else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
     links = links_of(guess)

@@ -2,8 +2,8 @@
  *
  *   workload DB normal SECONDS     one client: point reads and an update per transaction;
  *                                  prints transactions per second
- *   workload DB writers SECONDS    a batch writer keeps a write transaction open for most of
- *                                  the run while four clients try short writes behind it
+ *   workload DB writers SECONDS    a batch job holds an exclusive write transaction for 0.6
+ *                                  of SECONDS while four clients try 20 short writes each
  *
  * Built against an SQLite amalgamation (instrumented or not) and gigi's native runtime. */
 #define _GNU_SOURCE
@@ -62,14 +62,15 @@ static void setup(void) {
     sqlite3_close(db);
 }
 
-static long transactions(sqlite3 *db, const char *name, double until, unsigned seed) {
+static long transactions(sqlite3 *db, const char *name, double until, long most,
+                         unsigned seed) {
     sqlite3_stmt *get, *upd;
     sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &get, 0);
     sqlite3_prepare_v2(db, "UPDATE t SET n = n + 1 WHERE k = ?", -1, &upd, 0);
     long done = 0;
-    while (now() < until) {
+    while (now() < until && done < most) {
         int64_t task = gigi_task_begin(name, 0);
-        exec(db, "BEGIN");
+        exec(db, "BEGIN IMMEDIATE");
         for (int i = 0; i < 5; i++) {
             sqlite3_bind_int(get, 1, (int)(rand_r(&seed) % ROWS));
             while (sqlite3_step(get) == SQLITE_ROW) {
@@ -92,7 +93,7 @@ static void *client(void *arg) {
     sqlite3 *db = open_db();
     char name[32];
     snprintf(name, sizeof name, "client %ld: UPDATE t", (long)arg);
-    transactions(db, name, now() + seconds, (unsigned)(long)arg);
+    transactions(db, name, now() + seconds, 20, (unsigned)(long)arg); /* 20 short writes */
     sqlite3_close(db);
     return NULL;
 }
@@ -108,17 +109,18 @@ int main(int argc, char **argv) {
     if (strcmp(argv[2], "normal") == 0) {
         sqlite3 *db = open_db();
         double t0 = now();
-        long n = transactions(db, "client: UPDATE t", t0 + seconds, 1);
+        long n = transactions(db, "client: UPDATE t", t0 + seconds, 1L << 62, 1);
         printf("%.1f\n", n / (now() - t0));
         sqlite3_close(db);
     } else if (strcmp(argv[2], "writers") == 0) {
         pthread_t th[4];
         sqlite3 *db = open_db();
         int64_t task = gigi_task_begin("batch: UPDATE t SET n = 0", 1);
-        exec(db, "BEGIN IMMEDIATE");
+        exec(db, "BEGIN EXCLUSIVE");
         exec(db, "UPDATE t SET n = 0 WHERE k < 100");
         for (long i = 0; i < 4; i++) pthread_create(&th[i], NULL, client, (void *)i);
-        struct timespec hold = {(time_t)(seconds * 0.6), 0};
+        double think = seconds * 0.6;
+        struct timespec hold = {(time_t)think, (long)((think - (time_t)think) * 1e9)};
         nanosleep(&hold, NULL); /* the batch job thinks, holding its write lock */
         exec(db, "COMMIT");
         gigi_task_end(task);
