@@ -81,8 +81,9 @@ def main() -> None:
         print(f"  overhead:      {1 - p / b:10.1%}")
         total = manifest.events + manifest.dropped
         print(
-            f"  last instrumented run: {manifest.events:,} events ({total / txns:.0f} a transaction, "
-            f"{total / args.seconds / 1e6:.2f} M/s), {manifest.dropped / max(total, 1):.2%} dropped"
+            f"  last instrumented run: {manifest.events:,} events "
+            f"({total / txns:.0f} a transaction, {total / args.seconds / 1e6:.2f} M/s), "
+            f"{manifest.dropped / max(total, 1):.2%} dropped"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -360,7 +360,7 @@ int ipc_write_table(int fd, const ipc_column *cols, int ncols, int64_t n,
         const ipc_column *c = &cols[i];
         if (c->type != IPC_DICT_UTF8) continue;
         /* the dictionary's values, as a batch of one utf8 column, before the record batch */
-        ipc_column values = {c->name, IPC_UTF8, 0, NULL, c->offsets, c->chars, NULL};
+        ipc_column values = {c->name, IPC_UTF8, 0, NULL, c->offsets, c->chars, NULL, 0};
         int first = o->niov;
         o->nnodes = o->nbuffers = 0;
         o->body = 0;

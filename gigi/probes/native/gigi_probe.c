@@ -398,6 +398,13 @@ static void write_segment(const char *table, const char *name, const ipc_column 
     g.write_failed = 1;
 }
 
+/* A segment of rows added since the last one: TABLE-PID-SEQ.arrows. */
+static void write_numbered(const char *table, const ipc_column *cols, int ncols, int64_t n) {
+    char name[128];
+    snprintf(name, sizeof name, "%s-%d-%06llu.arrows", table, g.pid, (unsigned long long)++g.seq);
+    write_segment(table, name, cols, ncols, n);
+}
+
 /* The events' columns, kept from one flush to the next (only the writer touches them). */
 static struct {
     int64_t *ts, *task, *thread, *amount, *object, *value, *dur;
@@ -484,10 +491,7 @@ static void write_events(int64_t n) {
             {"site", IPC_INT32, 1, col.site, NULL, NULL, col.has_site},
             {"value", IPC_INT64, 1, col.value, NULL, NULL, col.has_value},
         };
-        char name[128];
-        snprintf(name, sizeof name, "events-%d-%06llu.arrows", g.pid,
-                 (unsigned long long)++g.seq);
-        write_segment("events", name, cols, 10, n);
+        write_numbered("events", cols, 10, n);
     } else {
         g.write_failed = 1;
     }
@@ -518,10 +522,7 @@ static void write_tasks(task_row_t *rows, int n) {
             {"start", IPC_INT64, 1, start, NULL, NULL, hs},
             {"end", IPC_INT64, 1, end, NULL, NULL, he},
         };
-        char name[128];
-        snprintf(name, sizeof name, "tasks-%d-%06llu.arrows", g.pid,
-                 (unsigned long long)++g.seq);
-        write_segment("tasks", name, cols, 6, n);
+        write_numbered("tasks", cols, 6, n);
     } else {
         g.write_failed = 1;
     }
