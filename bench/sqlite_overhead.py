@@ -72,12 +72,9 @@ def main() -> None:
         manifest = ingest(trace, work / "store")
         txns = p * args.seconds
         print(f"SQLite normal workload, {args.seconds:g} s runs, medians of {args.repeats}")
-        print(
-            f"  as it is:      {b:10,.0f} transactions/s  (runs: {', '.join(f'{x:,.0f}' for x in base)})"
-        )
-        print(
-            f"  instrumented:  {p:10,.0f} transactions/s  (runs: {', '.join(f'{x:,.0f}' for x in probe)})"
-        )
+        for label, median, runs in (("as it is", b, base), ("instrumented", p, probe)):
+            listed = ", ".join(f"{x:,.0f}" for x in runs)
+            print(f"  {label + ':':14s} {median:10,.0f} transactions/s  (runs: {listed})")
         print(f"  overhead:      {1 - p / b:10.1%}")
         total = manifest.events + manifest.dropped
         print(
