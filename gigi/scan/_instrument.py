@@ -136,6 +136,7 @@ def _instrument_file(path: Path, rel: str, flags: list[str], sites: list[dict], 
     names = sorted({s["resource"] for s in sites})
     index = {n: i for i, n in enumerate(names)}
     inserts: list[tuple[int, int, str]] = []  # offset, order, text
+    scopes: set[tuple[int, str]] = set()  # (function, scope) declared
     placements = []
     for s in sites:
         kind = _kind(s)
@@ -143,13 +144,27 @@ def _instrument_file(path: Path, rel: str, flags: list[str], sites: list[dict], 
         if fn is None:
             placements.append(_skip(s, f"no definition of {s['function']} in {rel}"))
             continue
-        res = f"gigi_res_{stem}({index[s['resource']]})"
+        i = index[s["resource"]]
+        res = f"gigi_res_{stem}({i})"
+        scope = f"gigi_scope_{kind.lower()}_{i}"
         try:
-            how, ins = _place(ci, raw, fn, s, kind, res)
+            how, ins = _place(ci, raw, fn, s, kind, res, scope)
         except _Unplaceable as e:
             placements.append(_skip(s, str(e)))
             continue
         inserts += ins
+        if kind != "WAIT" and (fn.hash, scope) not in scopes:
+            # the function's scope for this kind and resource, first thing in its body
+            scopes.add((fn.hash, scope))
+            body_start = _body(ci, fn).extent.start.offset + 1
+            inserts.append(
+                (
+                    body_start,
+                    -1,
+                    f"{MARK_OPEN}int {scope} __attribute__((cleanup(gigi_scope_leave))) = "
+                    f"gigi_scope_enter({res}, GIGI_{kind});{MARK_CLOSE}",
+                )
+            )
         placements.append(Placement(s["site"], rel, s["line"], s["function"], kind, True, how))
     if not inserts:
         return raw.decode(errors="surrogateescape"), placements
@@ -220,9 +235,7 @@ class _Stmt:
 
 
 def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
-    body = next((c for c in fn.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
-    if body is None:
-        raise _Unplaceable(f"{fn.spelling} has no body")
+    body = _body(ci, fn)
     out: list[_Stmt] = []
     path = fn.location.file.name
 
@@ -271,7 +284,14 @@ def _loop_body(ci, loop):
     return children[0] if loop.kind == ci.CursorKind.DO_STMT else children[-1]
 
 
-def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str):
+def _body(ci, fn):
+    body = next((c for c in fn.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
+    if body is None:
+        raise _Unplaceable(f"{fn.spelling} has no body")
+    return body
+
+
+def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
     line, site = s["line"], s["site"]
     stmts = _statements(ci, fn, raw)
     obj = _object(ci, fn, s.get("object_expr") or "")
@@ -321,7 +341,8 @@ def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str):
     # an acquisition whose statement sets a status code (rc = lock(...)) happened only when
     # that says success
     status = _status_set(raw, stmt) if after else None
-    probe = f"if (gigi_enabled_{f' && {status} == 0' if status else ''}) {call};"
+    # recorded only outside a caller's event of the same kind on the same resource
+    probe = f"if (gigi_scope_outermost({scope}){f' && {status} == 0' if status else ''}) {call};"
     if stmt.in_block:
         at = stmt.end if after else stmt.start
         return (

@@ -106,6 +106,9 @@ static TLS ring_t *my_ring;
 static TLS int64_t cur_task;
 static TLS int64_t task_stack[MAX_TASK_DEPTH][2]; /* task, the one it replaced */
 static TLS int task_depth;
+#define MAX_SCOPES 32
+static TLS int32_t scopes[MAX_SCOPES]; /* (rid << 2 | kind) + 1 of the open scopes */
+static TLS int nscopes;
 
 static inline int64_t now_ns(void) {
     struct timespec t;
@@ -287,6 +290,27 @@ void gigi_wait_end_(int64_t token) {
                     .dur = now_ns() - w.ts, .rid = w.rid, .site = w.site, .kind = GIGI_WAIT};
     atomic_store_explicit(&r->nwaits, (int)token - 1, memory_order_release);
     put(r, &rec);
+}
+
+/* --- one event per call path ------------------------------------------------------------ */
+
+/* A token is the scope's depth + 1 (0: not tracked). */
+int gigi_scope_enter_(int32_t rid, int kind) {
+    if (nscopes >= MAX_SCOPES || rid < 0) return 0;
+    scopes[nscopes++] = ((rid << 2) | (kind & 3)) + 1;
+    return nscopes;
+}
+
+void gigi_scope_leave_(int token) {
+    if (token > 0 && token <= nscopes) nscopes = token - 1;
+}
+
+int gigi_scope_outermost_(int token) {
+    if (token < 1 || token > nscopes) return 1;
+    int32_t key = scopes[token - 1];
+    for (int i = 0; i < token - 1; i++)
+        if (scopes[i] == key) return 0;
+    return 1;
 }
 
 /* --- registries --------------------------------------------------------------------------- */

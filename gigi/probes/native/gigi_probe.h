@@ -94,6 +94,33 @@ static inline void gigi_wait_end(int64_t token) {
 /* For __attribute__((cleanup)): a wait that ends however its scope is left. */
 static inline void gigi_wait_cleanup(int64_t *token) { gigi_wait_end(*token); }
 
+/* One event per call path. A function that performs an event of some kind on a resource
+ * opens a scope for the pair while it runs; an event of that kind on that resource from a
+ * function it calls (a helper, a wrapper's inner half) is part of the outer one and is not
+ * recorded: sqlite3PagerUnref -> sqlite3PagerUnrefNotNull records one RELEASE, not two.
+ *
+ *     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(rid, GIGI_RELEASE);
+ *     ... if (gigi_scope_outermost(s)) gigi_release(...);
+ *
+ * Scopes nest up to 32 deep per thread; deeper ones are not tracked (their events recorded). */
+int gigi_scope_enter_(int32_t rid, int kind);
+void gigi_scope_leave_(int token);
+int gigi_scope_outermost_(int token);
+static inline int gigi_scope_enter(int32_t rid, int kind) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
+    return gigi_scope_enter_(rid, kind);
+}
+static inline void gigi_scope_leave(int *token) {
+    if (GIGI_LIKELY_OFF(*token)) return;
+    gigi_scope_leave_(*token);
+}
+/* Whether the event of the scope `token` is to be recorded: tracing is on and no caller has
+ * the same scope open (token 0: no scope was opened; recorded). */
+static inline int gigi_scope_outermost(int token) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
+    return token == 0 || gigi_scope_outermost_(token);
+}
+
 #ifdef __cplusplus
 }
 #endif
