@@ -5,7 +5,8 @@
 --   the query never reads), or tasks that use next to nothing of what they hold keep most of a
 --   pool's units, far longer than a typical hold, while others wait for units (worker slots
 --   kept by idle connections), or units are acquired and released again and again with
---   almost no use in between (cache entries invalidated before they are ever hit).
+--   almost no use in between (cache entries invalidated before they are ever hit); churn is
+--   not judged for a resource whose sites include no USE (nothing there records use).
 -- param policy_max_utilization: a holder's used / held units of an object stay below this (default 0.2)
 -- param policy_min_blame: others' wait blamed on such holds, share of the trace (default 0.05)
 -- param policy_min_uses_elsewhere: USEs of other objects the idle holder must make (default 10)
@@ -136,6 +137,11 @@ WITH blamed AS (
     WHERE m.acquire_rate_per_s >= getvariable('policy_min_churn')
         AND m.used < getvariable('policy_max_churn_use') * m.acquired
         AND m.released >= 0.5 * m.acquired
+        -- use unknown is not no use: a resource whose sites were found by a scan, none of
+        -- them a USE, may well be used where nothing records it
+        AND (m.uses > 0
+             OR NOT EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource)
+             OR EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource AND s.kind = 2))
 )
 SELECT * FROM idle_findings
 UNION ALL

@@ -82,6 +82,7 @@ def instrument(
         else {}
     )
     commands = load_compile_commands(Path(compile_commands)) if compile_commands else None
+    levels = _lock_levels(sites_path.parent / "hierarchy" / "members.parquet", resources)
     shutil.copytree(src, out, symlinks=True)
     by_file: dict[str, list[dict]] = {}
     for s in sites:
@@ -94,7 +95,7 @@ def instrument(
             placements += [_skip(s, f"no file {rel} under {src}") for s in file_sites]
             continue
         flags = compile_flags(path, src, commands)
-        text, placed = _instrument_file(path, rel, flags, file_sites, resources)
+        text, placed = _instrument_file(path, rel, flags, file_sites, resources, levels)
         placements += placed
         if any(p.placed for p in placed):
             target = out / rel
@@ -111,6 +112,23 @@ def instrument(
     return report
 
 
+# the member of a lock that holds its level: NO_LOCK < SHARED < RESERVED < EXCLUSIVE
+LOCK_LEVEL = re.compile(r"^e_?lock$|^lock_?(mode|level|state)$|^lock$", re.I)
+
+
+def _lock_levels(members_path: Path, resources: dict) -> dict[str, str]:
+    """Lock resources whose record keeps the level it holds in one member (Pager.eLock):
+    resource -> member. Their ACQUIREs and RELEASEs are the changes of that level."""
+    if not members_path.is_file():
+        return {}
+    shared = {r for r, row in resources.items() if row.get("sharing") in ("shared", "exclusive")}
+    out = {}
+    for m in pq.read_table(members_path).to_pylist():
+        if m["record"] in shared and LOCK_LEVEL.match(m["name"]) and "*" not in m["type"]:
+            out.setdefault(m["record"], m["name"])
+    return out
+
+
 def _skip(s: dict, why: str) -> Placement:
     return Placement(s["site"], s["file"], s["line"], s["function"], _kind(s), False, why)
 
@@ -123,7 +141,9 @@ def _kind(s: dict) -> str:
 # --- one file ------------------------------------------------------------------------------
 
 
-def _instrument_file(path: Path, rel: str, flags: list[str], sites: list[dict], resources: dict):
+def _instrument_file(
+    path: Path, rel: str, flags: list[str], sites: list[dict], resources: dict, levels: dict
+):
     from clang import cindex as ci
 
     raw = path.read_bytes()
@@ -137,6 +157,7 @@ def _instrument_file(path: Path, rel: str, flags: list[str], sites: list[dict], 
     index = {n: i for i, n in enumerate(names)}
     inserts: list[tuple[int, int, str]] = []  # offset, order, text
     scopes: set[tuple[int, str]] = set()  # (function, scope) declared
+    leveled: set[int] = set()  # offsets of lock-level assignments already marked
     placements = []
     for s in sites:
         kind = _kind(s)
@@ -148,6 +169,18 @@ def _instrument_file(path: Path, rel: str, flags: list[str], sites: list[dict], 
         res = f"gigi_res_{stem}({i})"
         scope = f"gigi_scope_{kind.lower()}_{i}"
         try:
+            # the lock as a whole (no object): its level's changes are the events
+            if (
+                kind in ("ACQUIRE", "RELEASE")
+                and s["resource"] in levels
+                and not (s.get("object_expr") or "").strip()
+            ):
+                how, ins = _place_level(ci, raw, fn, s, res, levels[s["resource"]], leveled)
+                placements.append(
+                    Placement(s["site"], rel, s["line"], s["function"], kind, True, how)
+                )
+                inserts += ins
+                continue
             how, ins = _place(ci, raw, fn, s, kind, res, scope)
         except _Unplaceable as e:
             placements.append(_skip(s, str(e)))
@@ -362,6 +395,44 @@ def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
             (stmt.end, 5, f"{MARK_OPEN} }}{MARK_CLOSE}"),
         ]
     return f"{'after' if after else 'before'} the statement at line {stmt.line}", ins
+
+
+def _place_level(ci, raw: bytes, fn, s: dict, res: str, member: str, done: set[int]):
+    """A lock resource's ACQUIRE or RELEASE site becomes the changes of its level in the
+    function: each assignment of the level member records the step up (ACQUIRE) or down
+    (RELEASE) by as many levels, for the resource as a whole (object 0)."""
+    assign = re.compile(rf"\s*([A-Za-z_]\w*)\s*(->|\.)\s*{re.escape(member)}\s*=[^=]")
+    record = s["resource"]
+    found = []
+    for stmt in _statements(ci, fn, raw):
+        m = assign.match(raw[stmt.start : stmt.end].decode(errors="replace"))
+        if not m:
+            continue
+        t = _declared_type(ci, fn, m.group(1))
+        if t is None or not re.search(rf"\b{re.escape(record)}\b", t.spelling):
+            continue
+        found.append((stmt, f"{m.group(1)}{m.group(2)}{member}"))
+    if not found:
+        raise _Unplaceable(
+            f"{record}'s level is not set in {s['function']}: its changes are recorded where it is"
+        )
+    ins = []
+    for stmt, expr in found:
+        if stmt.start in done:
+            continue  # the function's ACQUIRE and RELEASE sites share its assignments
+        done.add(stmt.start)
+        var = f"gigi_level_{stmt.start}"
+        ins += [
+            (stmt.start, 0, f"{MARK_OPEN}{{ int64_t {var} = (int64_t)({expr});{MARK_CLOSE}"),
+            (
+                stmt.end,
+                5,
+                f"{MARK_OPEN} gigi_level({res}, {var}, (int64_t)({expr}), {s['site']}); }}"
+                f"{MARK_CLOSE}",
+            ),
+        ]
+    lines = ", ".join(str(st.line) for st, _ in found)
+    return f"the changes of {record}.{member}'s level at line(s) {lines}", ins
 
 
 def _status_set(raw: bytes, stmt: _Stmt) -> str | None:

@@ -2,8 +2,8 @@
  *
  *   workload DB normal SECONDS     one client: point reads and an update per transaction;
  *                                  prints transactions per second
- *   workload DB writers SECONDS    a batch job holds an exclusive write transaction for 0.6
- *                                  of SECONDS while four clients try 20 short writes each
+ *   workload DB writers SECONDS    a batch job holds an exclusive write transaction for 0.8
+ *                                  of SECONDS while four clients try 5 short writes each
  *
  * Built against an SQLite amalgamation (instrumented or not) and gigi's native runtime. */
 #define _GNU_SOURCE
@@ -90,11 +90,14 @@ static long transactions(sqlite3 *db, const char *name, double until, long most,
 }
 
 static void *client(void *arg) {
-    sqlite3 *db = open_db();
     char name[32];
+    snprintf(name, sizeof name, "client %ld", (long)arg);
+    int64_t session = gigi_task_begin(name, 0);
+    sqlite3 *db = open_db();
     snprintf(name, sizeof name, "client %ld: UPDATE t", (long)arg);
-    transactions(db, name, now() + seconds, 20, (unsigned)(long)arg); /* 20 short writes */
+    transactions(db, name, now() + seconds, 5, (unsigned)(long)arg); /* 5 short writes */
     sqlite3_close(db);
+    gigi_task_end(session);
     return NULL;
 }
 
@@ -119,7 +122,7 @@ int main(int argc, char **argv) {
         exec(db, "BEGIN EXCLUSIVE");
         exec(db, "UPDATE t SET n = 0 WHERE k < 100");
         for (long i = 0; i < 4; i++) pthread_create(&th[i], NULL, client, (void *)i);
-        double think = seconds * 0.6;
+        double think = seconds * 0.8;
         struct timespec hold = {(time_t)think, (long)((think - (time_t)think) * 1e9)};
         nanosleep(&hold, NULL); /* the batch job thinks, holding its write lock */
         exec(db, "COMMIT");

@@ -91,6 +91,16 @@ static inline void gigi_wait_end(int64_t token) {
     if (GIGI_LIKELY_OFF(token)) return;
     gigi_wait_end_(token);
 }
+/* A lock whose state is a level (none < shared < reserved < exclusive) moved from `before`
+ * to `after`: a step up acquires as many units, a step down releases them. */
+static inline void gigi_level(int32_t rid, int64_t before, int64_t after, int32_t site) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_) || after == before) return;
+    if (after > before)
+        gigi_event_(GIGI_ACQUIRE, rid, 0, after - before, site, 0, 0);
+    else
+        gigi_event_(GIGI_RELEASE, rid, 0, before - after, site, 0, 0);
+}
+
 /* For __attribute__((cleanup)): a wait that ends however its scope is left. */
 static inline void gigi_wait_cleanup(int64_t *token) { gigi_wait_end(*token); }
 
