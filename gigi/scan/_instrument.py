@@ -5,8 +5,9 @@ the verified sites of a scan, found again with libclang.
   the object and amount expressions the scan found;
 - RELEASE and USE before the statement;
 - WAIT around the slow path: the wait begins when the loop's body first runs (a loop whose
-  condition holds at once is no wait) and ends when the loop is left by any way out (a
-  variable with a cleanup attribute, so a return or break inside still ends it).
+  condition holds at once is no wait; for a do-while, when it runs again) and ends when the
+  loop is left by any way out (a variable with a cleanup attribute, so a return or break
+  inside still ends it).
 
 Every insertion sits on the line of the code it instruments, between ``/*gigi{*/`` and
 ``/*}gigi*/``; a prologue (the header, the file's resource ids) ends with a ``#line 1``
@@ -339,13 +340,17 @@ def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
         if body is None or body.extent.start.file is None:
             raise _Unplaceable(f"the loop at line {loop.line} has no body to mark")
         var = f"gigi_wait_{site}"
-        begin = f"if (!{var}) {var} = gigi_wait_begin({res}, {obj}, {amount}, {site});"
+        # a do-while's first pass is the fast path: the wait begins with its second
+        retry = loop.cursor.kind == ci.CursorKind.DO_STMT
+        passes = f"int gigi_pass_{site} = 0; " if retry else ""
+        when = f"!{var} && gigi_pass_{site}++" if retry else f"!{var}"
+        begin = f"if ({when}) {var} = gigi_wait_begin({res}, {obj}, {amount}, {site});"
         ins = [
             (
                 loop.start,
                 0,
-                f"{MARK_OPEN}{{ int64_t {var} __attribute__((cleanup(gigi_wait_cleanup))) = 0;"
-                f"{MARK_CLOSE}",
+                f"{MARK_OPEN}{{ int64_t {var} __attribute__((cleanup(gigi_wait_cleanup))) = 0; "
+                f"{passes}{MARK_CLOSE}",
             ),
             (loop.end, 9, f"{MARK_OPEN} }}{MARK_CLOSE}"),
         ]
