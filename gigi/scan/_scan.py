@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -123,6 +123,7 @@ def scan(
         for c, ok, why in results
     ]
     results = _at_the_interface(results, functions)
+    results = _waits_for_what_they_retry(results, functions, names)
     verify_s = time.perf_counter() - t2
     stats = {
         "files": len(files),
@@ -137,6 +138,59 @@ def scan(
     if backend is not None:
         stats["llm"] = backend.report()
     return ScanResult(str(base), units, guesses, results, stats)
+
+
+def _waits_for_what_they_retry(results: list, functions: dict, guesses: dict) -> list:
+    """A wait loop that retries a call that ACQUIREs some resource waits for that resource,
+    whatever structure its condition reads, and in whatever function it stands
+    (sqlite3BtreeBeginTrans retries sqlite3PagerBegin: it waits for the pager's lock). Such
+    loops in functions the recall gave no resource are proposed here and verified as any
+    WAIT is."""
+    acquires: dict[str, set[str]] = {}
+    for c, ok, _ in results:
+        if ok and c.kind == "ACQUIRE":
+            acquires.setdefault(c.function.split("::")[-1], set()).add(c.resource)
+
+    def retried(loop, own: str | None) -> tuple[str, str] | None:
+        calls = set(loop.body_calls + loop.cond_calls)
+        if own is not None and any(own in acquires.get(x, ()) for x in calls):
+            return None  # it retries its own resource's acquisition
+        found = sorted((x, r) for x in calls for r in acquires.get(x, ()) if r != own)
+        return found[0] if len({r for _, r in found}) == 1 else None
+
+    out = []
+    waits = set()
+    for c, ok, why in results:
+        fn = functions.get((c.file, c.function))
+        loop = next((lp for lp in fn.loops if lp.line == c.line), None) if fn else None
+        if c.kind == "WAIT":
+            waits.add((c.file, c.function, c.line))
+            hit = retried(loop, c.resource) if ok and loop is not None else None
+            if hit is not None:
+                c = replace(c, resource=hit[1])
+                why = f"{why}; it retries {hit[0]}, an ACQUIRE of {hit[1]}"
+        out.append((c, ok, why))
+    for fn in functions.values():
+        for loop in fn.loops:
+            if (fn.file, fn.name, loop.line) in waits or (hit := retried(loop, None)) is None:
+                continue
+            callee, resource = hit
+            g = guesses[resource]
+            c = Candidate(
+                fn.file,
+                fn.name,
+                loop.line,
+                "WAIT",
+                resource,
+                "",
+                "1",
+                "heuristic",
+                f"loop retrying {callee}, an ACQUIRE of {resource}",
+            )
+            v = verify(c, fn, records_of(g), True, links_of(g))
+            reason = f"{v.reason}; it retries {callee}" if v.ok else v.reason
+            out.append((c, v.ok, reason))
+    return out
 
 
 def _at_the_interface(results: list, functions: dict) -> list:

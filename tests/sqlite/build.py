@@ -25,13 +25,18 @@ def _run(cmd: list[str], cwd: Path) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed in {cwd}:\n{done.stderr[-2000:]}")
 
 
+# the files scanned end to end: the labeled page cache, pager and WAL, and the b-tree, whose
+# sqlite3BtreeBeginTrans retries the pager's locks under the busy handler
+END_TO_END = (*SUBSET, "src/btree.c")
+
+
 def scan_and_instrument(tree: Path, work: Path) -> tuple[Path, Path]:
-    """Scan the page cache, pager and WAL offline; write the sites to WORK/sites and the
-    instrumented files to WORK/probed. Returns both folders."""
+    """Scan END_TO_END offline; write the sites to WORK/sites and the instrumented files to
+    WORK/probed. Returns both folders."""
     commands = prepare(tree)
     sub = work / "src"
     sub.mkdir(parents=True, exist_ok=True)
-    for f in SUBSET:
+    for f in END_TO_END:
         link = sub / Path(f).name
         if not link.exists():
             os.symlink(tree / f, link)

@@ -3,7 +3,7 @@
  *   workload DB normal SECONDS     one client: point reads and an update per transaction;
  *                                  prints transactions per second
  *   workload DB writers SECONDS    a batch job holds an exclusive write transaction for 0.8
- *                                  of SECONDS while four clients try 5 short writes each
+ *                                  of SECONDS while four clients try 2 short writes each
  *
  * Built against an SQLite amalgamation (instrumented or not) and gigi's native runtime. */
 #define _GNU_SOURCE
@@ -95,7 +95,7 @@ static void *client(void *arg) {
     int64_t session = gigi_task_begin(name, 0);
     sqlite3 *db = open_db();
     snprintf(name, sizeof name, "client %ld: UPDATE t", (long)arg);
-    transactions(db, name, now() + seconds, 5, (unsigned)(long)arg); /* 5 short writes */
+    transactions(db, name, now() + seconds, 2, (unsigned)(long)arg); /* 2 short writes */
     sqlite3_close(db);
     gigi_task_end(session);
     return NULL;
