@@ -229,3 +229,22 @@ def test_validate_without_a_sites_table_says_so(program, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no sites table" in err and str(missing) in err
     assert not (tmp_path / "o").exists()
+
+
+def test_sampling_keeps_an_objects_events_together_and_says_so(program, tmp_path):
+    trace = tmp_path / "trace"
+    run(program, trace, "basic", "400", GIGI_SAMPLE="test.pool=4")
+    manifest = ingest(trace, tmp_path / "store")
+    con = connect(tmp_path / "store" / manifest.trace_id)
+    kept = rows(
+        con,
+        "SELECT object, count(*) FROM events WHERE resource = 'test.pool' GROUP BY object",
+    )
+    assert {n for _, n in kept} == {4}  # a request's WAIT, ACQUIRE, USE, RELEASE together
+    assert 400 * 0.1 < len(kept) < 400 * 0.45
+    assert rows(con, "SELECT count(*) FROM holds WHERE resource = 'test.pool' AND open") == [(0,)]
+    assert rows(con, "SELECT resource, sample_every FROM resources ORDER BY 1") == [
+        ("test.log", 1),
+        ("test.pool", 4),
+    ]
+    assert manifest.sample_every == {"test.pool": 4}

@@ -49,7 +49,7 @@ typedef struct ring {
 
 typedef struct {
     char *name, *unit, *sharing;
-    int64_t capacity;
+    int64_t capacity, sample_every;
 } resource_t;
 
 typedef struct {
@@ -85,6 +85,8 @@ static struct {
     resource_t resources[MAX_RESOURCES];
     int nresources;
     _Atomic uint64_t drops[MAX_RESOURCES];
+    uint32_t sample_every[MAX_RESOURCES]; /* 0 or 1: every event */
+    char sample_spec[1024];               /* GIGI_SAMPLE */
     site_t *sites;
     int nsites, sites_cap, sites_written;
     task_row_t *tasks;
@@ -262,10 +264,18 @@ static inline void put(ring_t *r, const record_t *rec) {
     if (__builtin_expect(((head + 1) & (r->mask >> 1)) == 0, 0)) nudge_writer();
 }
 
+/* One event in N kept, by the same key and hash as the Python probes. */
+static inline int skipped(ring_t *r, int32_t rid, int64_t object) {
+    uint32_t every = rid >= 0 && rid < MAX_RESOURCES ? g.sample_every[rid] : 0;
+    if (__builtin_expect(every <= 1, 1)) return 0;
+    uint64_t key = (uint64_t)(object ? object : task_of(r));
+    return ((key * 0x9E3779B97F4A7C15ull) >> 17) % every != 0;
+}
+
 void gigi_event_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t site,
                  int has_value, int64_t value) {
     ring_t *r = ring();
-    if (!r) return;
+    if (!r || skipped(r, rid, object)) return;
     record_t rec = {.ts = now_ns(), .task = task_of(r), .amount = amount, .object = object,
                     .value = value, .rid = rid, .site = site, .kind = (uint8_t)kind,
                     .has_value = (uint8_t)(has_value != 0)};
@@ -274,7 +284,7 @@ void gigi_event_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t 
 
 int64_t gigi_wait_begin_(int32_t rid, int64_t object, int64_t amount, int32_t site) {
     ring_t *r = ring();
-    if (!r) return 0;
+    if (!r || skipped(r, rid, object)) return 0;
     int depth = atomic_load_explicit(&r->nwaits, memory_order_relaxed);
     if (depth >= MAX_WAIT_DEPTH) return 0;
     r->waits[depth] = (open_wait_t){now_ns(), object, amount, task_of(r), rid, site};
@@ -315,8 +325,21 @@ int gigi_scope_outermost_(int token) {
 
 /* --- registries --------------------------------------------------------------------------- */
 
-int32_t gigi_resource(const char *name, int64_t capacity, const char *unit,
-                      const char *sharing) {
+/* N for a resource named in GIGI_SAMPLE ("name=N,other=M"), else 1. */
+static int64_t sample_spec_for(const char *name) {
+    size_t len = strlen(name);
+    for (const char *p = g.sample_spec; *p;) {
+        const char *eq = strchr(p, '='), *end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        if (eq && eq < end && (size_t)(eq - p) == len && strncmp(p, name, len) == 0)
+            return atoll(eq + 1) > 1 ? atoll(eq + 1) : 1;
+        p = *end ? end + 1 : end;
+    }
+    return 1;
+}
+
+int32_t gigi_resource_sampled(const char *name, int64_t capacity, const char *unit,
+                              const char *sharing, int64_t sample_every) {
     if (!name) return -1;
     pthread_mutex_lock(&g.lock);
     int id = -1;
@@ -324,11 +347,18 @@ int32_t gigi_resource(const char *name, int64_t capacity, const char *unit,
         if (strcmp(g.resources[i].name, name) == 0) id = i;
     if (id < 0 && g.nresources < MAX_RESOURCES) {
         id = g.nresources++;
+        int64_t every = sample_every > 1 ? sample_every : sample_spec_for(name);
         g.resources[id] = (resource_t){strdup(name), dup_or_null(unit), dup_or_null(sharing),
-                                       capacity};
+                                       capacity, every};
+        g.sample_every[id] = every > 1 && every < UINT32_MAX ? (uint32_t)every : 0;
     }
     pthread_mutex_unlock(&g.lock);
     return id;
+}
+
+int32_t gigi_resource(const char *name, int64_t capacity, const char *unit,
+                      const char *sharing) {
+    return gigi_resource_sampled(name, capacity, unit, sharing, 1);
 }
 
 void gigi_site(int32_t site, const char *file, int32_t line, const char *function, int kind,
@@ -572,14 +602,16 @@ static void write_snapshots(int force) {
     g.snapshot_drops = lost;
     g.snapshot_ns = now;
     int64_t *cap = malloc((size_t)n * 8 + 8), *dropped = malloc((size_t)n * 8 + 8);
+    int64_t *every = malloc((size_t)n * 8 + 8);
     uint8_t *has_cap = malloc((size_t)n + 1);
     strings_t names = {0}, units = {0}, sharing = {0};
-    int ok = cap && dropped && has_cap && strings_init(&names, n) == 0 &&
+    int ok = cap && dropped && every && has_cap && strings_init(&names, n) == 0 &&
              strings_init(&units, n) == 0 && strings_init(&sharing, n) == 0;
     for (int i = 0; ok && i < n; i++) {
         resource_t *r = &g.resources[i];
         cap[i] = r->capacity, has_cap[i] = r->capacity >= 0;
         dropped[i] = (int64_t)atomic_load_explicit(&g.drops[i], memory_order_relaxed);
+        every[i] = r->sample_every > 1 ? r->sample_every : 1;
         ok = strings_add(&names, i, r->name) == 0 && strings_add(&units, i, r->unit) == 0 &&
              strings_add(&sharing, i, r->sharing) == 0;
     }
@@ -590,14 +622,15 @@ static void write_snapshots(int force) {
             strings_column("unit", &units),
             strings_column("sharing", &sharing),
             {"dropped", IPC_INT64, 0, dropped},
+            {"sample_every", IPC_INT64, 0, every},
         };
         cols[0].nullable = 0;
         char name[64];
         snprintf(name, sizeof name, "resources-%d.arrows", g.pid);
-        write_segment("resources", name, cols, 5, n);
+        write_segment("resources", name, cols, 6, n);
     }
     strings_free(&names), strings_free(&units), strings_free(&sharing);
-    free(cap), free(dropped), free(has_cap);
+    free(cap), free(dropped), free(every), free(has_cap);
     if (ns && ns != g.sites_written) {
         int32_t *id = malloc((size_t)ns * 4), *line = malloc((size_t)ns * 4);
         uint8_t *kind = malloc((size_t)ns), *verified = malloc((size_t)ns);
@@ -805,6 +838,8 @@ __attribute__((constructor)) static void gigi_init(void) {
     while (g.ring_records < records) g.ring_records <<= 1;
     g.pid = getpid();
     gethostname(g.host, sizeof g.host - 1);
+    const char *sample = getenv("GIGI_SAMPLE");
+    if (sample) snprintf(g.sample_spec, sizeof g.sample_spec, "%s", sample);
     const char *id = getenv("GIGI_TRACE_ID");
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);

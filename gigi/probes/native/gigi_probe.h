@@ -11,7 +11,8 @@
  * renamed, so a killed process leaves every segment it flushed readable.
  *
  * Environment: GIGI_TRACE (trace directory), GIGI_INTERVAL_MS, GIGI_RING_RECORDS (records per
- * thread, a power of two, default 16384: 1 MiB a thread).
+ * thread, a power of two, default 16384: 1 MiB a thread), GIGI_SAMPLE (name=N,... : keep one
+ * event in N of those resources).
  *
  * Build: cc -I$(gigi-query probes cflags) ... gigi_probe.c -lpthread (see `gigi-query probes
  * cflags` and `gigi-query probes libs`). C11 and pthreads, nothing else.
@@ -34,6 +35,11 @@ extern volatile int gigi_enabled_;
  * capacity < 0: unknown. unit: "pages", "bytes", "slots", "locks", "records" (or NULL).
  * sharing: "exclusive", "shared", "pool", "log" (or NULL). Returns -1 when off or full. */
 int32_t gigi_resource(const char *name, int64_t capacity, const char *unit, const char *sharing);
+/* The same, keeping one event in `sample_every`, keyed by object (or, for object 0, by task)
+ * so that an object's events are kept or skipped together and its holds still pair; the
+ * trace records N. GIGI_SAMPLE="name=N,other=M" sets it for resources declared without. */
+int32_t gigi_resource_sampled(const char *name, int64_t capacity, const char *unit,
+                              const char *sharing, int64_t sample_every);
 
 /* Describe a code location (the sites table): ids come from `gigi-query scan`. */
 void gigi_site(int32_t site, const char *file, int32_t line, const char *function, int kind,
