@@ -29,8 +29,9 @@ import pyarrow.parquet as pq
 
 from gigi.scan._offline import STATUS
 from gigi.scan._parse import ScanError, compile_flags, load_compile_commands
+from gigi.schema import KIND_NAMES
 
-KIND_CODES = {"WAIT": 0, "ACQUIRE": 1, "USE": 2, "RELEASE": 3}
+KIND_CODES = {name: code for code, name in enumerate(KIND_NAMES)}
 MARK_OPEN, MARK_CLOSE = "/*gigi{*/", "/*}gigi*/"
 MARKED = re.compile(re.escape(MARK_OPEN) + r".*?" + re.escape(MARK_CLOSE), re.S)
 PROLOGUE_END = re.compile(r"\A.*?^#line 1 .*?\n", re.S | re.M)
@@ -136,7 +137,7 @@ def _skip(s: dict, why: str) -> Placement:
 
 def _kind(s: dict) -> str:
     k = s["kind"]
-    return k if isinstance(k, str) else ("WAIT", "ACQUIRE", "USE", "RELEASE")[k]
+    return k if isinstance(k, str) else KIND_NAMES[k]
 
 
 # --- one file ------------------------------------------------------------------------------

@@ -101,10 +101,12 @@ def _undo_healthy(seconds: float) -> None:
 def _mdl_select_keeps_lock(seconds: float) -> None:
     """MDEV-34989: a SELECT in an open transaction keeps the table's MDL; INSERTs hang."""
     mdl = _Lock("mdl.table")
+    held = threading.Event()  # the INSERTs come once the SELECT has the lock, however loaded
 
     def select(stop):
         with gp.task("SELECT * FROM t1 (open transaction)"):
             mdl.acquire(1)
+            held.set()
             mdl.res.use(1)
             time.sleep(0.001)
             stop.wait(seconds * 0.8)  # the transaction stays open, the lock kept
@@ -112,6 +114,7 @@ def _mdl_select_keeps_lock(seconds: float) -> None:
 
     def inserter(n):
         def run(stop):
+            held.wait()
             time.sleep(0.05)
             i = 0
             while not stop.is_set():
