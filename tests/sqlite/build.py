@@ -45,9 +45,19 @@ def scan_and_instrument(tree: Path, work: Path) -> tuple[Path, Path]:
     return work / "sites", work / "probed"
 
 
+def _tclsh() -> None:
+    """SQLite's build assembles the amalgamation with tclsh: install Debian's tcl if missing."""
+    if shutil.which("tclsh") or shutil.which("tclsh8.6"):
+        return
+    subprocess.run(["apt-get", "install", "-y", "-qq", "tcl"], capture_output=True)
+    if not (shutil.which("tclsh") or shutil.which("tclsh8.6")):
+        raise RuntimeError("SQLite's build needs tclsh (Debian package tcl)")
+
+
 def amalgamation(tree: Path, work: Path, replace: Path | None = None) -> Path:
     """sqlite3.c (and sqlite3.h beside it) built from a copy of the tree, with the .c files of
     REPLACE put in src/ first."""
+    _tclsh()
     copy = work / "tree"
     shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("gigi-gen"))
     if replace is not None:
