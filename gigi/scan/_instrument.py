@@ -27,12 +27,19 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from gigi.scan._offline import STATUS
 from gigi.scan._parse import ScanError, compile_flags, load_compile_commands
+from gigi.scan._placement import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    Unplaceable,
+    body_of,
+    functions_of,
+    place,
+    place_level,
+)
 from gigi.schema import KIND_NAMES
 
 KIND_CODES = {name: code for code, name in enumerate(KIND_NAMES)}
-MARK_OPEN, MARK_CLOSE = "/*gigi{*/", "/*}gigi*/"
 MARKED = re.compile(re.escape(MARK_OPEN) + r".*?" + re.escape(MARK_CLOSE), re.S)
 PROLOGUE_END = re.compile(r"\A.*?^#line 1 .*?\n", re.S | re.M)
 
@@ -153,7 +160,7 @@ def _instrument_file(
         tu = ci.Index.create().parse(str(path), args=flags)
     except ci.TranslationUnitLoadError as e:
         return raw.decode(errors="surrogateescape"), [_skip(s, f"cannot parse: {e}") for s in sites]
-    functions = _functions(ci, tu.cursor, str(path))
+    functions = functions_of(ci, tu.cursor, str(path))
     stem = re.sub(r"\W", "_", rel)
     names = sorted({s["resource"] for s in sites})
     index = {n: i for i, n in enumerate(names)}
@@ -177,21 +184,21 @@ def _instrument_file(
                 and s["resource"] in levels
                 and not (s.get("object_expr") or "").strip()
             ):
-                how, ins = _place_level(ci, raw, fn, s, res, levels[s["resource"]], leveled)
+                how, ins = place_level(ci, raw, fn, s, res, levels[s["resource"]], leveled)
                 placements.append(
                     Placement(s["site"], rel, s["line"], s["function"], kind, True, how)
                 )
                 inserts += ins
                 continue
-            how, ins = _place(ci, raw, fn, s, kind, res, scope)
-        except _Unplaceable as e:
+            how, ins = place(ci, raw, fn, s, kind, res, scope)
+        except Unplaceable as e:
             placements.append(_skip(s, str(e)))
             continue
         inserts += ins
         if kind != "WAIT" and (fn.hash, scope) not in scopes:
             # the function's scope for this kind and resource, first thing in its body
             scopes.add((fn.hash, scope))
-            body_start = _body(ci, fn).extent.start.offset + 1
+            body_start = body_of(ci, fn).extent.start.offset + 1
             inserts.append(
                 (
                     body_start,
@@ -213,291 +220,6 @@ def _instrument_file(
         + _epilogue(stem, placed)
     )
     return text, placements
-
-
-def _functions(ci, root, path: str) -> dict:
-    out = {}
-    kinds = {
-        ci.CursorKind.FUNCTION_DECL,
-        ci.CursorKind.CXX_METHOD,
-        ci.CursorKind.CONSTRUCTOR,
-        ci.CursorKind.DESTRUCTOR,
-        ci.CursorKind.FUNCTION_TEMPLATE,
-    }
-
-    def walk(c) -> None:
-        for child in c.get_children():
-            loc = child.location
-            if loc.file is not None and loc.file.name != path:
-                continue
-            if child.kind in kinds and child.is_definition():
-                parent = child.semantic_parent
-                record = (
-                    parent.spelling
-                    if parent is not None
-                    and parent.kind
-                    in (
-                        ci.CursorKind.STRUCT_DECL,
-                        ci.CursorKind.CLASS_DECL,
-                    )
-                    else ""
-                )
-                out[f"{record}::{child.spelling}" if record else child.spelling] = child
-            elif child.kind in (
-                ci.CursorKind.NAMESPACE,
-                ci.CursorKind.STRUCT_DECL,
-                ci.CursorKind.CLASS_DECL,
-                ci.CursorKind.LINKAGE_SPEC,
-            ):
-                walk(child)
-
-    walk(root)
-    return out
-
-
-class _Unplaceable(Exception):
-    pass
-
-
-@dataclass
-class _Stmt:
-    cursor: object
-    start: int
-    end: int  # past the statement's last byte (its ';' included)
-    line: int
-    end_line: int
-    in_block: bool  # a child of a compound statement: a probe can stand beside it
-
-
-def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
-    body = _body(ci, fn)
-    out: list[_Stmt] = []
-    path = fn.location.file.name
-
-    def add(c, in_block: bool) -> None:
-        ext = c.extent
-        if ext.start.file is None or ext.start.file.name != path or ext.end.file is None:
-            return  # from a macro or another file: no place to stand in this one
-        start, end = ext.start.offset, ext.end.offset
-        if end <= start:
-            return
-        if c.kind != ci.CursorKind.COMPOUND_STMT:
-            j = end
-            while j < len(raw) and raw[j : j + 1] in (b" ", b"\t"):
-                j += 1
-            if raw[j : j + 1] == b";":
-                end = j + 1
-        out.append(_Stmt(c, start, end, ext.start.line, ext.end.line, in_block))
-
-    # statements that hold others without braces: if (x) stmt; while (x) stmt; label: stmt
-    holders = {
-        ci.CursorKind.IF_STMT,
-        ci.CursorKind.WHILE_STMT,
-        ci.CursorKind.FOR_STMT,
-        ci.CursorKind.DO_STMT,
-        ci.CursorKind.LABEL_STMT,
-        ci.CursorKind.CASE_STMT,
-        ci.CursorKind.DEFAULT_STMT,
-    }
-
-    def walk(c) -> None:
-        for child in c.get_children():
-            if c.kind == ci.CursorKind.COMPOUND_STMT:
-                add(child, True)
-            elif c.kind in holders and (child.kind.is_statement() or child.kind.is_expression()):
-                add(child, False)
-            walk(child)
-
-    walk(body)
-    return out
-
-
-def _loop_body(ci, loop):
-    children = list(loop.get_children())
-    if not children:
-        return None
-    return children[0] if loop.kind == ci.CursorKind.DO_STMT else children[-1]
-
-
-def _body(ci, fn):
-    body = next((c for c in fn.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
-    if body is None:
-        raise _Unplaceable(f"{fn.spelling} has no body")
-    return body
-
-
-def _place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
-    line, site = s["line"], s["site"]
-    stmts = _statements(ci, fn, raw)
-    obj = _object(ci, fn, s.get("object_expr") or "")
-    amount = _amount(ci, fn, s.get("amount_expr") or "1")
-    loops = (ci.CursorKind.WHILE_STMT, ci.CursorKind.FOR_STMT, ci.CursorKind.DO_STMT)
-    if kind == "WAIT":
-        cands = [x for x in stmts if x.cursor.kind in loops and x.line <= line <= x.end_line]
-        if not cands:
-            raise _Unplaceable(f"no loop at line {line} of {s['function']}")
-        loop = min(cands, key=lambda x: (x.line != line, x.end - x.start))
-        body = _loop_body(ci, loop.cursor)
-        if body is None or body.extent.start.file is None:
-            raise _Unplaceable(f"the loop at line {loop.line} has no body to mark")
-        var = f"gigi_wait_{site}"
-        # a do-while's first pass is the fast path: the wait begins with its second
-        retry = loop.cursor.kind == ci.CursorKind.DO_STMT
-        passes = f"int gigi_pass_{site} = 0; " if retry else ""
-        when = f"!{var} && gigi_pass_{site}++" if retry else f"!{var}"
-        begin = f"if ({when}) {var} = gigi_wait_begin({res}, {obj}, {amount}, {site});"
-        ins = [
-            (
-                loop.start,
-                0,
-                f"{MARK_OPEN}{{ int64_t {var} __attribute__((cleanup(gigi_wait_cleanup))) = 0; "
-                f"{passes}{MARK_CLOSE}",
-            ),
-            (loop.end, 9, f"{MARK_OPEN} }}{MARK_CLOSE}"),
-        ]
-        b0, b1 = body.extent.start.offset, body.extent.end.offset
-        if body.kind == ci.CursorKind.COMPOUND_STMT:
-            ins.append((b0 + 1, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}"))
-        else:
-            b1 = next((x.end for x in stmts if x.cursor == body), b1)
-            ins += [
-                (b0, 1, f"{MARK_OPEN}{{ {begin}{MARK_CLOSE}"),
-                (b1, 8, f"{MARK_OPEN} }}{MARK_CLOSE}"),
-            ]
-        return f"around the loop at line {loop.line}", ins
-    cands = [x for x in stmts if x.line <= line <= x.end_line]
-    if not cands:
-        raise _Unplaceable(f"no statement at line {line} of {s['function']}")
-    starting = [x for x in cands if x.line == line]
-    stmt = (
-        max(starting, key=lambda x: x.end - x.start)
-        if starting
-        else min(cands, key=lambda x: x.end - x.start)
-    )
-    call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
-    is_return = stmt.cursor.kind == ci.CursorKind.RETURN_STMT
-    after = kind == "ACQUIRE" and not is_return
-    # an acquisition whose statement sets a status code (rc = lock(...)) happened only when
-    # that says success
-    status = _status_set(raw, stmt) if after else None
-    # recorded only outside a caller's event of the same kind on the same resource
-    probe = f"if (gigi_scope_outermost({scope}){f' && {status} == 0' if status else ''}) {call};"
-    if stmt.in_block:
-        at = stmt.end if after else stmt.start
-        return (
-            f"{'after' if after else 'before'} the statement at line {stmt.line}",
-            [(at, 5, f"{MARK_OPEN}{probe}{MARK_CLOSE}")],
-        )
-    if stmt.cursor.kind == ci.CursorKind.DECL_STMT:
-        raise _Unplaceable(f"the declaration at line {stmt.line} is not in a block")
-    if after:
-        ins = [
-            (stmt.start, 0, f"{MARK_OPEN}{{{MARK_CLOSE}"),
-            (stmt.end, 5, f"{MARK_OPEN}{probe} }}{MARK_CLOSE}"),
-        ]
-    else:
-        ins = [
-            (stmt.start, 0, f"{MARK_OPEN}{{ {probe}{MARK_CLOSE}"),
-            (stmt.end, 5, f"{MARK_OPEN} }}{MARK_CLOSE}"),
-        ]
-    return f"{'after' if after else 'before'} the statement at line {stmt.line}", ins
-
-
-def _place_level(ci, raw: bytes, fn, s: dict, res: str, member: str, done: set[int]):
-    """A lock resource's ACQUIRE or RELEASE site becomes the changes of its level in the
-    function: each assignment of the level member records the step up (ACQUIRE) or down
-    (RELEASE) by as many levels, for the resource as a whole (object 0)."""
-    assign = re.compile(rf"\s*([A-Za-z_]\w*)\s*(->|\.)\s*{re.escape(member)}\s*=[^=]")
-    record = s["resource"]
-    found = []
-    for stmt in _statements(ci, fn, raw):
-        m = assign.match(raw[stmt.start : stmt.end].decode(errors="replace"))
-        if not m:
-            continue
-        t = _declared_type(ci, fn, m.group(1))
-        if t is None or not re.search(rf"\b{re.escape(record)}\b", t.spelling):
-            continue
-        found.append((stmt, f"{m.group(1)}{m.group(2)}{member}"))
-    if not found:
-        raise _Unplaceable(
-            f"{record}'s level is not set in {s['function']}: its changes are recorded where it is"
-        )
-    ins = []
-    for stmt, expr in found:
-        if stmt.start in done:
-            continue  # the function's ACQUIRE and RELEASE sites share its assignments
-        done.add(stmt.start)
-        var = f"gigi_level_{stmt.start}"
-        ins += [
-            (stmt.start, 0, f"{MARK_OPEN}{{ int64_t {var} = (int64_t)({expr});{MARK_CLOSE}"),
-            (
-                stmt.end,
-                5,
-                f"{MARK_OPEN} gigi_level({res}, {var}, (int64_t)({expr}), {s['site']}); }}"
-                f"{MARK_CLOSE}",
-            ),
-        ]
-    lines = ", ".join(str(st.line) for st, _ in found)
-    return f"the changes of {record}.{member}'s level at line(s) {lines}", ins
-
-
-def _status_set(raw: bytes, stmt: _Stmt) -> str | None:
-    """The status-code local a statement assigns (``rc = sqlite3OsLock(...)``), if any."""
-    text = raw[stmt.start : stmt.end].decode(errors="replace")
-    m = re.match(r"\s*(?:int\s+)?([A-Za-z_]\w*)\s*=[^=]", text)
-    return m.group(1) if m and STATUS.match(m.group(1)) else None
-
-
-def _declared_type(ci, fn, name: str):
-    for c in fn.walk_preorder():
-        if c.kind in (ci.CursorKind.PARM_DECL, ci.CursorKind.VAR_DECL) and c.spelling == name:
-            return c.type.get_canonical()
-    return None
-
-
-_INTEGERS = {
-    "BOOL",
-    "CHAR_U",
-    "UCHAR",
-    "USHORT",
-    "UINT",
-    "ULONG",
-    "ULONGLONG",
-    "CHAR_S",
-    "SCHAR",
-    "SHORT",
-    "INT",
-    "LONG",
-    "LONGLONG",
-    "ENUM",
-}
-
-
-def _object(ci, fn, expr: str) -> str:
-    """The object as an int64: a pointer by its address, an integer as it is; 0 when the scan
-    gave none or it is neither (a struct)."""
-    name = expr.strip()
-    if not re.fullmatch(r"[A-Za-z_]\w*", name):
-        return "0"
-    t = _declared_type(ci, fn, name)
-    if t is None:
-        return "0"
-    if t.kind == ci.TypeKind.POINTER:
-        return f"(int64_t)(uintptr_t)({name})"
-    if t.kind.name in _INTEGERS:
-        return f"(int64_t)({name})"
-    return "0"
-
-
-def _amount(ci, fn, expr: str) -> str:
-    e = expr.strip()
-    if re.fullmatch(r"\d+", e):
-        return e
-    if re.fullmatch(r"[A-Za-z_]\w*", e):
-        t = _declared_type(ci, fn, e)
-        if t is not None and t.kind.name in _INTEGERS:
-            return f"(int64_t)({e})"
-    return "1"
 
 
 def _c_string(s: str | None) -> str:
