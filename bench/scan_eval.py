@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "tests" / "sqlite"))
 
-from fetch import SUBSET, prepare, sqlite_tree  # noqa: E402
+from fetch import SUBSET, link_files, prepare, sqlite_tree  # noqa: E402
 
 from gigi.scan import scan  # noqa: E402
 from gigi.scan._labels import evaluate, load_labels  # noqa: E402
@@ -58,10 +58,8 @@ def main() -> None:
         print("\nSQLite: cannot fetch its source (needs apt with Debian's source packages)")
         return
     commands = prepare(tree)
-    sub = Path(tempfile.mkdtemp(prefix="gigi-sqlite-sub-"))
+    sub = link_files(tree, SUBSET, Path(tempfile.mkdtemp(prefix="gigi-sqlite-sub-")))
     try:
-        for f in SUBSET:
-            os.symlink(tree / f, sub / Path(f).name)
         r = scan(sub, compile_commands=commands)
         table(
             "SQLite page cache, pager, WAL (offline)",

@@ -1,7 +1,6 @@
 """The scanner on a real codebase no one here wrote: SQLite 3.40, from Debian's source
 packages (fetched by tests/sqlite/fetch.py, once per machine), with its own compile flags."""
 
-import os
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from gigi.scan._labels import evaluate, load_labels
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE / "sqlite"))
-from fetch import SUBSET, prepare, sqlite_tree  # noqa: E402
+from fetch import SUBSET, link_files, prepare, sqlite_tree  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +20,7 @@ def sqlite_scan(tmp_path_factory):
     if tree is None:
         pytest.skip("SQLite's source cannot be fetched here (apt with Debian's source packages)")
     commands = prepare(tree)
-    sub = tmp_path_factory.mktemp("sqlite")
-    for f in SUBSET:
-        os.symlink(tree / f, sub / Path(f).name)
+    sub = link_files(tree, SUBSET, tmp_path_factory.mktemp("sqlite"))
     return scan(sub, compile_commands=commands, jobs=2)
 
 

@@ -5,12 +5,11 @@ against it and the native runtime. Its own build system does the work: configure
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from fetch import SUBSET, prepare
+from fetch import SUBSET, link_files, prepare
 
 from gigi.probes import native
 from gigi.scan import scan, write
@@ -34,12 +33,7 @@ def scan_and_instrument(tree: Path, work: Path) -> tuple[Path, Path]:
     """Scan END_TO_END offline; write the sites to WORK/sites and the instrumented files to
     WORK/probed. Returns both folders."""
     commands = prepare(tree)
-    sub = work / "src"
-    sub.mkdir(parents=True, exist_ok=True)
-    for f in END_TO_END:
-        link = sub / Path(f).name
-        if not link.exists():
-            os.symlink(tree / f, link)
+    sub = link_files(tree, END_TO_END, work / "src")
     write(scan(sub, compile_commands=commands), work / "sites")
     instrument(sub, work / "sites", work / "probed", compile_commands=commands)
     return work / "sites", work / "probed"

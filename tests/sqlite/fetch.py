@@ -71,6 +71,17 @@ if __name__ == "__main__":
 SUBSET = ("src/pcache.c", "src/pcache1.c", "src/pager.c", "src/wal.c")
 
 
+def link_files(tree: Path, files: tuple[str, ...], dest: Path) -> Path:
+    """DEST holding a link to each of the tree's FILES, by name: a source tree of just those
+    files, scanned with the whole tree's compile commands."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        link = dest / Path(f).name
+        if not link.exists():
+            os.symlink(tree / f, link)
+    return dest
+
+
 def prepare(tree: Path) -> Path:
     """What a build would generate first and the scan needs: sqlite3.h from sqlite.h.in (the
     version filled in, as tool/mksqlite3h.tcl does) and empty stand-ins for the generated
