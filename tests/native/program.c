@@ -2,6 +2,7 @@
  * sequence; the tests compare what the trace holds with it. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static void requests(long first, long count) {
 
 /* Planted mode: true sites 10-13 in a real lifecycle (a waiter behind a holder), and false
  * candidates 20-23 whose events fit no lifecycle. */
-static volatile int held = 0, done = 0;
+static _Atomic int held = 0, waiting = 0;
 
 static void *waiter(void *arg) {
     (void)arg;
@@ -36,6 +37,7 @@ static void *waiter(void *arg) {
     while (!held) {
     }
     int64_t w = gigi_wait_begin(pool, 7, 1, 10);
+    waiting = 1;
     while (held) {
     }
     gigi_wait_end(w);
@@ -52,6 +54,8 @@ static void planted(void) {
     int64_t t = gigi_task_begin("holder", 0);
     gigi_acquire(pool, 7, 1, 11);
     held = 1;
+    while (!waiting) { /* the holder lets go only once the waiter waits, however loaded the machine */
+    }
     for (volatile long i = 0; i < 2000000; i++) {
     }
     gigi_use(pool, 7, 1, 12);
