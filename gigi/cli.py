@@ -527,6 +527,16 @@ def probes_libs(
     typer.echo(" ".join(native.libs(out)))
 
 
+record_app = typer.Typer(
+    help="Record a running server's own resource state as a trace (format v1).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(record_app, name="record")
+
+# `record postgres` and `record mariadb` are defined in gigi/record/ and registered here.
+
+
 def render_diagnosis(entry) -> str:
     from gigi.diagnosis import diagnose as run_diagnose
     from gigi.diagnosis._render import render

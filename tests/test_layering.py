@@ -12,6 +12,7 @@ FORBIDDEN = {
     "probes": {"duckdb", "gigi.ingest", "gigi.queries", "gigi.metrics", "polars", "numba"},
     "schema": {"gigi.probes", "gigi.ingest", "gigi.queries", "gigi.metrics", "duckdb"},
     "ingest": {"gigi.probes", "gigi.queries"},
+    "record": {"duckdb", "gigi.ingest", "gigi.queries", "gigi.metrics", "polars", "numba"},
     "metrics": {"gigi.probes", "gigi.ingest", "gigi.queries", "duckdb"},
 }
 

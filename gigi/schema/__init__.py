@@ -25,8 +25,10 @@ from gigi.schema._tables import (
     Table,
     Type,
 )
+from gigi.schema._write import TraceWriter
 
 __all__ = [
+    "TraceWriter",
     "EVENTS",
     "HOLD_PAIRS_SCHEMA",
     "KIND_NAMES",
