@@ -59,6 +59,11 @@ class DetectorError(GigiError, ValueError):
     """A detector file is malformed, or its query fails or returns the wrong shape."""
 
 
+class RecordError(GigiError, ValueError):
+    """A server cannot be recorded: it cannot be reached, a privilege or setting is missing,
+    or the connection was lost (what was recorded up to then is kept)."""
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest choice, or ``""``.
 
