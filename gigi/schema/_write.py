@@ -29,11 +29,19 @@ class TraceWriter:
     trace directory. Rows are dicts keyed by the spec's column names; missing optional columns
     take their defaults. Each flush writes one segment per table that has new rows."""
 
-    def __init__(self, trace: str | Path, writer: str, clock: str = "monotonic") -> None:
+    def __init__(
+        self,
+        trace: str | Path,
+        writer: str,
+        clock: str = "monotonic",
+        metadata: dict[str, str] | None = None,
+    ) -> None:
         self.trace = Path(trace)
         self.trace.mkdir(parents=True, exist_ok=True)
         self.writer = writer
         self.clock = clock
+        # The writer's own schema metadata keys (the server it recorded, say), on every segment.
+        self.metadata = dict(metadata or {})
         self._rows: dict[str, list[dict]] = {name: [] for name in TABLES}
         self._seq = itertools.count()
         self.segments = 0
@@ -56,6 +64,7 @@ class TraceWriter:
             table = TABLES[name]
             schema = table.arrow_schema.with_metadata(
                 {
+                    **self.metadata,
                     META_VERSION: VERSION,
                     META_TABLE: name,
                     META_WRITER: self.writer,
