@@ -537,6 +537,64 @@ app.add_typer(record_app, name="record")
 # `record postgres` and `record mariadb` are defined in gigi/record/ and registered here.
 
 
+@record_app.command(
+    "mariadb",
+    epilog="Example: gigi-query record mariadb --dsn mysql://root@127.0.0.1:3306/test "
+    "--duration 30s --interval 10ms --out ./trace",
+)
+def record_mariadb(
+    dsn: Annotated[
+        str,
+        typer.Option(
+            help="mysql://user:password@host:port/db (or mariadb://; ?unix_socket=PATH). The "
+            "user needs SELECT and UPDATE on performance_schema, and PROCESS for row locks."
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Trace directory to write (created if missing).")],
+    duration: Annotated[
+        str, typer.Option(help="How long to record (10s, 2m); Ctrl-C or SIGTERM ends it sooner.")
+    ] = "30s",
+    interval: Annotated[
+        str,
+        typer.Option(help="Time between polls; a lock held for less may be missed."),
+    ] = "10ms",
+) -> None:
+    """Poll a MariaDB or MySQL server's performance_schema (metadata locks, waits, statements,
+    transactions, threads) and InnoDB lock waits, and write them as a trace: locks become
+    resources, connections, transactions and statements tasks named by their SQL."""
+    import signal
+    import threading
+
+    from gigi.record._duration import parse_duration
+    from gigi.record.mariadb import record
+
+    seconds, every = parse_duration(duration, "duration"), parse_duration(interval, "interval")
+    stop = threading.Event()
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        console = _stderr()
+        console.print(
+            f"recording for {seconds:g} s every {every * 1000:g} ms into {out} (Ctrl-C stops)",
+            highlight=False,
+        )
+        rec = record(dsn, out, duration=seconds, interval=every, stop=stop)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    for note in rec.notes:
+        print(f"gigi-query: note: {note}", file=sys.stderr)
+    ms = rec.figures()
+    typer.echo(
+        f"recorded {rec.server} ({rec.version}) for {rec.seconds:.1f} s: {rec.polls:,} polls "
+        f"(mean {ms['mean']:.2f} ms, p99 {ms['p99']:.2f} ms), {rec.events:,} events, "
+        f"{rec.tasks:,} tasks into {out}"
+    )
+    typer.echo(f"row locks: {rec.row_locks}")
+
+
 def render_diagnosis(entry) -> str:
     from gigi.diagnosis import diagnose as run_diagnose
     from gigi.diagnosis._render import render

@@ -33,7 +33,9 @@ def binaries() -> tuple[str, str]:
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
         done = subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "mariadb-server"], capture_output=True, text=True,
+            ["apt-get", "install", "-y", "-qq", "mariadb-server"],
+            capture_output=True,
+            text=True,
             env=env,
         )
         server, install = find()
@@ -75,18 +77,37 @@ class Server:
         self.base.mkdir(parents=True, exist_ok=True)
         if not self.datadir.exists():
             done = subprocess.run(
-                [install, "--no-defaults", f"--datadir={self.datadir}", "--user=root",
-                 "--auth-root-authentication-method=normal", "--skip-test-db"],
-                capture_output=True, text=True,
+                [
+                    install,
+                    "--no-defaults",
+                    f"--datadir={self.datadir}",
+                    "--user=root",
+                    "--auth-root-authentication-method=normal",
+                    "--skip-test-db",
+                ],
+                capture_output=True,
+                text=True,
             )
             if done.returncode != 0:
                 raise ServerError(f"{install} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
         self.proc = subprocess.Popen(
-            [server, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
-             f"--port={self.port}", "--bind-address=127.0.0.1", "--performance-schema=ON",
-             "--user=root", f"--log-error={self.log}", f"--pid-file={self.base / 'mysqld.pid'}",
-             "--innodb-buffer-pool-size=32M", "--skip-log-bin", *self.extra_args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                server,
+                "--no-defaults",
+                f"--datadir={self.datadir}",
+                f"--socket={self.socket}",
+                f"--port={self.port}",
+                "--bind-address=127.0.0.1",
+                "--performance-schema=ON",
+                "--user=root",
+                f"--log-error={self.log}",
+                f"--pid-file={self.base / 'mysqld.pid'}",
+                "--innodb-buffer-pool-size=32M",
+                "--skip-log-bin",
+                *self.extra_args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + timeout
         import pymysql
@@ -98,8 +119,9 @@ class Server:
                     + self._log_tail()
                 )
             try:
-                con = pymysql.connect(host="127.0.0.1", port=self.port, user="root",
-                                      connect_timeout=2)
+                con = pymysql.connect(
+                    host="127.0.0.1", port=self.port, user="root", connect_timeout=2
+                )
                 with con.cursor() as cur:
                     cur.execute("CREATE DATABASE IF NOT EXISTS test")
                 con.close()
@@ -116,8 +138,9 @@ class Server:
     def connect(self, **kw):
         import pymysql
 
-        return pymysql.connect(host="127.0.0.1", port=self.port, user="root", database="test",
-                               autocommit=True, **kw)
+        return pymysql.connect(
+            host="127.0.0.1", port=self.port, user="root", database="test", autocommit=True, **kw
+        )
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM to the server's own pid, and wait; SIGKILL if it will not go."""
