@@ -62,9 +62,18 @@ def _params(values: list[str] | None) -> dict[str, str]:
     return out
 
 
-@app.command(epilog="Example: gigi-query ingest ./trace --store ./gigi-store")
+@app.command(
+    epilog="Example: gigi-query ingest ./trace --store ./gigi-store --perf perf.txt   "
+    "(perf.txt: `perf record -k mono -g -- ./app` then `perf script --header > perf.txt`)"
+)
 def ingest(
-    trace_dir: Annotated[Path, typer.Argument(help="Trace directory of segments.")],
+    trace_dir: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Trace directory of segments; leave out to add --perf samples to a trace "
+            "already in --store."
+        ),
+    ] = None,
     store: Annotated[
         Path, typer.Option(help="Store to write into; the trace goes to STORE/<trace id>.")
     ] = Path(DEFAULT_STORE),
@@ -75,13 +84,39 @@ def ingest(
             "waits on disk in the store."
         ),
     ] = 1 << 20,
+    perf: Annotated[
+        Path | None,
+        typer.Option(
+            help="Text of `perf script` (stacks with -g, any -F fields with tid and time) "
+            "recorded beside the trace, best with `perf record -k mono`: its samples become "
+            "the samples table, joined to tasks by thread and time."
+        ),
+    ] = None,
+    perf_offset: Annotated[
+        int,
+        typer.Option(
+            help="ns added to perf's times to put them on the trace's clock (0 when perf "
+            "recorded with -k mono)."
+        ),
+    ] = 0,
+    trace: TraceOpt = None,
 ) -> None:
-    """Read every segment of a trace, validate it, and write it into a store."""
+    """Read every segment of a trace, validate it, and write it into a store; with --perf,
+    the perf samples recorded beside it too."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gigi.ingest import ingest as run_ingest
+    from gigi.ingest import ingest_perf
 
     console = _stderr()
+    if trace_dir is None:
+        if perf is None:
+            raise GigiError("ingest: give a trace directory, or --perf FILE for a stored trace")
+        entry, manifest = ingest_perf(store, perf, trace=trace, perf_offset_ns=perf_offset)
+        for note in manifest.notes:
+            console.print(f"warning: {note}", highlight=False)
+        typer.echo(_perf_line(manifest, entry))
+        return
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -99,7 +134,14 @@ def ingest(
                 )
             bar.update(tasks[stage], completed=done)
 
-        manifest = run_ingest(trace_dir, store, run_rows=run_rows, progress=progress)
+        manifest = run_ingest(
+            trace_dir,
+            store,
+            run_rows=run_rows,
+            progress=progress,
+            perf=perf,
+            perf_offset_ns=perf_offset,
+        )
     for note in manifest.notes:
         console.print(f"warning: {note}", highlight=False)
     typer.echo(
@@ -108,6 +150,18 @@ def ingest(
         f"into {store / manifest.trace_id}"
     )
     typer.echo(_drops_line(manifest))
+    if perf is not None:
+        typer.echo(_perf_line(manifest, store / manifest.trace_id))
+
+
+def _perf_line(manifest, entry: Path) -> str:
+    p = manifest.perf
+    events = ", ".join(f"{name} {n:,}" for name, n in p["events"].items()) or "none"
+    return (
+        f"perf: {p['samples']:,} samples ({events}) from {p['file']} into {entry}; "
+        f"{p['in_trace']:,} within the trace's time, {p['on_trace_threads']:,} on its "
+        f"threads; clock {p['clock']}"
+    )
 
 
 def _open(target: Path, trace: str | None):
@@ -224,6 +278,8 @@ def info(
     )
     typer.echo(f"segments read {m.segments_read}; writers: {', '.join(m.writers) or 'unknown'}")
     typer.echo(_drops_line(m))
+    if m.perf:
+        typer.echo(_perf_line(m, entry.path))
     for note in m.notes:
         typer.echo(f"note: {note}")
     write_result(table, "table", output, title="resources")

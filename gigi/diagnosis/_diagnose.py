@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from gigi.detectors import COLUMNS, Detector, load
+from gigi.diagnosis._executing import executing, has_samples
 from gigi.diagnosis._stages import Stages
 from gigi.errors import DetectorError, IngestError, did_you_mean
 from gigi.ingest import StoreEntry, locate
@@ -44,8 +45,12 @@ class Finding:
     caused_by: int | None = None
     sites: list[dict] = field(default_factory=list)
     cause: Finding | None = field(default=None, repr=False)
+    # What the culprits were executing, from perf samples (gigi/diagnosis/_executing.py); None
+    # when the trace has no samples. An extra field of the JSON finding, which the spec allows.
+    executing: dict | None = None
 
     def to_json(self) -> dict:
+        extra = {} if self.executing is None else {"executing": self.executing}
         return {
             "rank": self.rank,
             "failure_mode": self.failure_mode,
@@ -57,6 +62,7 @@ class Finding:
             "sites": self.sites,
             "evidence": self.evidence,
             "summary": self.summary,
+            **extra,
         }
 
 
@@ -298,5 +304,9 @@ def diagnose(
             sites_view = "sites_given"
         for f in ranked:
             f.sites = _sites(con, f, sites_view)
+    if has_samples(con):
+        with stages("what the culprits executed (perf samples)"):
+            for f in ranked:
+                f.executing = executing(con, f.resource, f.culprit_tasks, f.victim_tasks)
     m = entry.manifest
     return Diagnosis(m.trace_id, m.events, m.dropped, ranked, entry, con, stages)

@@ -33,6 +33,25 @@ def _tasks(names: dict[int, str], tasks: list[int], most: int) -> str:
     return ", ".join(shown) + more if shown else "none"
 
 
+_BASIS = {"victim_waits": "the victims' waits", "culprit_holds": "the culprits' holds"}
+
+
+def _executing(ex: dict) -> list[str]:
+    """What the culprits executed: per perf event, the top functions with their shares."""
+    if not ex["events"]:
+        return ["   executing: no perf sample of the culprits during the victims' waits or holds"]
+    lines = []
+    for e in ex["events"]:
+        lines.append(
+            f"   executing (perf {e['event'] or 'samples'}, {e['samples']:,} samples of "
+            f"{len(e['threads'])} culprit thread(s) during {_BASIS[ex['basis']]}):"
+        )
+        for fn in e["functions"]:
+            path = "".join(f" <- {c}" for c in fn["callers"])
+            lines.append(f"     {100 * fn['share']:5.1f}%  {fn['function']}{path}")
+    return lines
+
+
 def render(d: Diagnosis) -> str:
     con = d.con
     lines = [f"trace {d.trace}: {d.events:,} events, {d.dropped:,} dropped"]
@@ -55,6 +74,8 @@ def render(d: Diagnosis) -> str:
             lines.append(
                 f"   site: {s['file']}:{s['line']} {s['function'] or ''} ({s['kind']}, {s['role']})"
             )
+        if f.executing is not None:
+            lines += _executing(f.executing)
     resources = list(dict.fromkeys(f.resource for f in d.findings))
     if resources:
         start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]

@@ -28,6 +28,26 @@ def store_entries(store: Path) -> list[Path]:
     )
 
 
+def locate_entry(path: Path, trace: str | None = None) -> Path:
+    """The entry directory of one ingested trace: ``path`` itself, or the store's only (or
+    named) trace."""
+    if (path / MANIFEST).is_file():
+        return path
+    entries = store_entries(path) if path.is_dir() else []
+    if not entries:
+        raise IngestError(f"{path}: not a gigi store (no manifest.json in it or under it)")
+    names = [e.name for e in entries]
+    if trace is None:
+        if len(entries) == 1:
+            return entries[0]
+        raise IngestError(
+            f"{path}: store holds {len(entries)} traces, pick one with --trace: {', '.join(names)}"
+        )
+    if trace not in names:
+        raise IngestError(f"{path}: no trace {trace!r} in this store{did_you_mean(trace, names)}")
+    return path / trace
+
+
 def locate(target: str | os.PathLike, trace: str | None = None) -> StoreEntry:
     """Resolve ``target`` to one ingested trace.
 
@@ -38,23 +58,8 @@ def locate(target: str | os.PathLike, trace: str | None = None) -> StoreEntry:
     path = Path(target)
     if not path.exists():
         raise IngestError(f"{path}: no such store or trace directory")
-    if (path / MANIFEST).is_file():
-        return StoreEntry(path, Manifest.load(path / MANIFEST))
-    entries = store_entries(path) if path.is_dir() else []
-    if entries:
-        names = [e.name for e in entries]
-        if trace is None:
-            if len(entries) == 1:
-                return StoreEntry(entries[0], Manifest.load(entries[0] / MANIFEST))
-            raise IngestError(
-                f"{path}: store holds {len(entries)} traces, pick one with "
-                f"--trace: {', '.join(names)}"
-            )
-        if trace not in names:
-            raise IngestError(
-                f"{path}: no trace {trace!r} in this store{did_you_mean(trace, names)}"
-            )
-        entry = path / trace
+    if (path / MANIFEST).is_file() or (path.is_dir() and store_entries(path)):
+        entry = locate_entry(path, trace)
         return StoreEntry(entry, Manifest.load(entry / MANIFEST))
     if path.is_dir() and list_segments(path):
         tmp = Path(tempfile.mkdtemp(prefix="gigi-store-"))

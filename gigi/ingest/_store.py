@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gigi.errors import IngestError
+from gigi.ingest._perf import SAMPLES_FILE, attach_samples
 from gigi.ingest._segments import Segment, list_segments, open_segment
 from gigi.ingest._sort import RUN_ROWS, RunWriter, merge_runs, rebatch, reduce_runs
 from gigi.schema import (
@@ -37,6 +38,7 @@ from gigi.schema import (
     META_TRACE_ID,
     META_WRITER,
     RESOURCES,
+    SAMPLES_SCHEMA,
     STORE_EVENTS_SCHEMA,
     TABLES,
     VERSION,
@@ -84,6 +86,8 @@ class Manifest:
     segments: list[SegmentInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     writers: list[str] = field(default_factory=list)
+    samples: int = 0  # perf samples in samples.parquet (ingest --perf)
+    perf: dict = field(default_factory=dict)  # what the perf file held (PerfSummary)
     schema_version: str = VERSION
     store_version: int = STORE_LAYOUT_VERSION
 
@@ -200,12 +204,16 @@ def ingest(
     *,
     run_rows: int = RUN_ROWS,
     progress: Progress | None = None,
+    perf: str | os.PathLike | None = None,
+    perf_offset_ns: int = 0,
 ) -> Manifest:
     """Ingest the trace in ``trace_dir`` into ``store``; return its manifest.
 
     The entry goes to ``store/<trace id>``, replacing an earlier ingest of the same trace.
     Events are sorted in runs of ``run_rows`` spilled to a temporary directory in the store:
-    memory follows ``run_rows``, not the length of the trace.
+    memory follows ``run_rows``, not the length of the trace. ``perf`` names the text of
+    ``perf script`` recorded beside the trace: its samples go into the entry's ``samples``
+    table, their times plus ``perf_offset_ns`` (see ``gigi/ingest/_perf.py`` on clocks).
     """
     trace_dir, store = Path(trace_dir), Path(store)
     paths = list_segments(trace_dir)
@@ -238,6 +246,10 @@ def ingest(
         for name, table in tables.items():
             pq.write_table(table, work / f"{name}.parquet")
         manifest = _manifest(trace_dir, segments, events, tables, holds, open_holds)
+        if perf is not None:
+            _add_samples(manifest, work, perf, perf_offset_ns)
+        else:
+            pq.write_table(SAMPLES_SCHEMA.empty_table(), work / SAMPLES_FILE)
         (work / MANIFEST).write_text(manifest.to_json())
         shutil.rmtree(work / "spill", ignore_errors=True)
         _replace(work, store / manifest.trace_id)
@@ -245,6 +257,39 @@ def ingest(
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def _add_samples(manifest: Manifest, entry_dir: Path, perf, offset_ns: int) -> None:
+    summary, notes = attach_samples(
+        entry_dir, perf, start=manifest.start, end=manifest.end, offset_ns=offset_ns
+    )
+    stale = {f"{name}: " for name in (manifest.perf.get("file"), summary.file) if name}
+    manifest.samples = summary.samples
+    manifest.perf = asdict(summary)
+    manifest.notes = [n for n in manifest.notes if not n.startswith(tuple(stale))] + notes
+
+
+def ingest_perf(
+    target: str | os.PathLike,
+    perf: str | os.PathLike,
+    *,
+    trace: str | None = None,
+    perf_offset_ns: int = 0,
+) -> tuple[Path, Manifest]:
+    """Put the samples of ``perf`` (text of ``perf script``) into a trace already in a store,
+    replacing any it had; return the entry's path and its updated manifest.
+
+    ``target`` is a store entry or a store (``trace`` picks the entry when it holds several).
+    """
+    from gigi.ingest._locate import locate_entry
+
+    entry = locate_entry(Path(target), trace)
+    manifest = Manifest.load(entry / MANIFEST)
+    _add_samples(manifest, entry, perf, perf_offset_ns)
+    tmp = entry / f".{MANIFEST}.tmp"
+    tmp.write_text(manifest.to_json())
+    os.replace(tmp, entry / MANIFEST)
+    return entry, manifest
 
 
 def _write_events(

@@ -47,6 +47,10 @@ def _bindings(entry: StoreEntry) -> dict[str, str]:
         "tasks": files("tasks.parquet"),
         "resources": files("resources.parquet"),
         "sites": files("sites.parquet"),
+        # a relation, not a path: entries ingested before samples existed have no file
+        "samples": f"read_parquet({files('samples.parquet')})"
+        if (base / "samples.parquet").is_file()
+        else "_no_samples",
         "trace_id": _literal(m.trace_id),
         "start": _literal(m.start if m.start is not None else 0),
         "end": _literal(m.end if m.end is not None else 0),
@@ -81,6 +85,10 @@ def connect(
     if not keep_order:
         con.execute("SET preserve_insertion_order = false")  # big scans and joins spill more
     bindings = _bindings(entry)
+    if bindings["samples"] == "_no_samples":
+        from gigi.schema import SAMPLES_SCHEMA
+
+        con.register("_no_samples", SAMPLES_SCHEMA.empty_table())
     pending = list(views().values())
     while pending:  # create in dependency order: retry until nothing more binds
         failed = []

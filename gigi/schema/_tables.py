@@ -158,3 +158,24 @@ HOLD_PAIRS_SCHEMA = pa.schema(
         pa.field("amount", pa.int64(), nullable=False),
     ]
 )
+
+# Perf samples, written by ``ingest --perf`` beside the events (see gigi/ingest/_perf.py and
+# queries/views/samples.sql, which documents each column).
+SAMPLES_SCHEMA = pa.schema(
+    [
+        pa.field("sample", pa.int64(), nullable=False),  # 0-based, in the perf file's order
+        pa.field("ts", pa.int64(), nullable=False),  # ns on the trace's clock
+        pa.field("thread", pa.int64(), nullable=False),  # OS thread id (perf's tid)
+        pa.field("pid", pa.int64()),  # process id; null when perf script did not print it
+        pa.field("comm", pa.string()),  # the thread's command name
+        pa.field("cpu", pa.int32()),  # null when not recorded
+        pa.field("event", pa.string()),  # perf event: cpu-clock, cycles, instructions:u
+        pa.field("period", pa.int64()),  # events the sample stands for (cpu-clock: ns)
+        pa.field("leaf", pa.string(), nullable=False),  # innermost function
+        pa.field("leaf_dso", pa.string()),  # binary or library of the innermost function
+        pa.field("stack", pa.list_(pa.string()), nullable=False),  # functions, innermost first
+        pa.field("folded", pa.string(), nullable=False),  # outermost first, joined by ';'
+        pa.field("line", pa.int64(), nullable=False),  # 1-based line of the sample in the file
+    ],
+    metadata={META_TABLE: b"samples"},
+)
