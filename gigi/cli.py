@@ -632,11 +632,17 @@ def record_mariadb(
             handlers[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
         console = _stderr()
-        console.print(
-            f"recording for {seconds:g} s every {every * 1000:g} ms into {out} (Ctrl-C stops)",
-            highlight=False,
+        rec = record(
+            dsn,
+            out,
+            duration=seconds,
+            interval=every,
+            stop=stop,
+            on_start=lambda: console.print(
+                f"recording for {seconds:g} s every {every * 1000:g} ms into {out} (Ctrl-C stops)",
+                highlight=False,
+            ),
         )
-        rec = record(dsn, out, duration=seconds, interval=every, stop=stop)
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)

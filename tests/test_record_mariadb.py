@@ -1,0 +1,231 @@
+"""record mariadb against a real MariaDB server the test starts (Debian's mariadb-server,
+installed when missing): the MDEV-34989 shape recorded and diagnosed end to end."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "mariadb"))
+
+from server import Server  # noqa: E402
+
+from gigi.cli import main as cli  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("mariadb"))
+    srv.start()  # a server that fails to start fails the tests with its log
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _recorder(server, trace: Path, **kw):
+    from gigi.record.mariadb import record
+
+    stop, started, result = threading.Event(), threading.Event(), {}
+
+    def run():
+        try:
+            result["recording"] = record(server.dsn, trace, stop=stop, on_start=started.set, **kw)
+        except Exception as e:  # noqa: BLE001 - handed to the test
+            result["error"] = e
+            started.set()
+
+    thread = threading.Thread(target=run, name="recorder")
+    thread.start()
+    assert started.wait(30), "the recorder did not start"
+    return stop, thread, result
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_open_select_keeps_mdl_and_alter_waits(server, tmp_path):
+    """MDEV-34989: an open transaction's SELECT keeps the table's metadata lock and an ALTER
+    TABLE waits behind it. Rank 1 is contention on mdl.table, the SELECT's transaction (on its
+    connection) is the culprit and the ALTER the victim."""
+    from gigi.queries import connect
+    from gigi.record._mariadb_model import object_id
+
+    admin = server.connect()
+    with admin.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS t")
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)")
+    trace = tmp_path / "trace"
+    stop, recorder, result = _recorder(server, trace, duration=60.0, interval=0.01)
+    assert "error" not in result, result.get("error")
+
+    reader, altering = server.connect(), server.connect()
+    with reader.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute("SELECT * FROM t")
+        cur.fetchall()  # the transaction stays open: the shared MDL on t is kept
+
+    def alter():
+        with altering.cursor() as cur:
+            cur.execute("SET SESSION lock_wait_timeout = 60")
+            cur.execute("ALTER TABLE t ADD COLUMN c INT")
+
+    alter_thread = threading.Thread(target=alter, name="alter")
+    alter_thread.start()
+
+    def alter_waits() -> bool:
+        with admin.cursor() as cur:
+            cur.execute(
+                "SELECT count(*) FROM information_schema.PROCESSLIST "
+                "WHERE STATE LIKE 'Waiting for table metadata lock%'"
+            )
+            return cur.fetchone()[0] > 0
+
+    _wait_for(alter_waits, 20, "the ALTER to wait for the metadata lock")
+    time.sleep(3.0)
+    reader.commit()  # the SELECT's transaction ends, the ALTER gets its lock
+    alter_thread.join(30)
+    assert not alter_thread.is_alive()
+    time.sleep(0.3)
+    stop.set()
+    recorder.join(30)
+    assert "error" not in result, result.get("error")
+    rec = result["recording"]
+    assert rec.polls > 100 and rec.events > 0
+
+    out = tmp_path / "diagnosis.json"
+    assert cli(["diagnose", str(trace), "--format", "json", "--output", str(out)]) == 0
+    findings = json.loads(out.read_text())["findings"]
+    assert findings, "no finding"
+    top = findings[0]
+    assert (top["rank"], top["failure_mode"], top["resource"]) == (1, "contention", "mdl.table")
+
+    con = connect(trace)
+    tasks = {
+        t: (name, parent)
+        for t, name, parent in con.execute("SELECT task, name, parent FROM tasks").fetchall()
+    }
+
+    def connection_of(task: int) -> str:
+        while tasks[task][1] is not None:
+            task = tasks[task][1]
+        return tasks[task][0]
+
+    culprit = top["culprit_tasks"][0]
+    assert tasks[culprit][0] == "SELECT * FROM t"
+    assert connection_of(culprit).startswith(f"connection {reader.thread_id()} ")
+    victims = [t for t in top["victim_tasks"] if tasks[t][0].startswith("ALTER TABLE t")]
+    assert victims, [tasks[t] for t in top["victim_tasks"]]
+    assert connection_of(victims[0]).startswith(f"connection {altering.thread_id()} ")
+
+    # the wait is on t's object, with about the length it had, and t is named in the recording
+    table = object_id("test.t")
+    (waited,) = con.execute(
+        "SELECT sum(dur) FROM events WHERE kind = 0 AND resource = 'mdl.table' AND object = ? "
+        "AND task = ?",
+        [table, victims[0]],
+    ).fetchone()
+    assert 2.5e9 < waited < 20e9, waited
+    summary = json.loads((trace / "mariadb-recording.json").read_text())
+    assert summary["objects"]["mdl.table"][str(table)] == "test.t"
+    assert "innodb_lock_waits" in summary["row_locks"]
+
+    # sites: the server's SOURCE file:line, where the build fills it (Debian's leaves it empty)
+    with admin.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM performance_schema.events_waits_history_long "
+            "WHERE EVENT_NAME = 'wait/lock/metadata/sql/mdl' AND SOURCE <> ''"
+        )
+        filled = cur.fetchone()[0] > 0
+    if filled:
+        assert any(s["file"].startswith("mdl") and s["line"] > 0 for s in top["sites"])
+    else:
+        assert top["sites"] == []
+
+    # the instruments the recorder turned on are back off
+    with admin.cursor() as cur:
+        cur.execute(
+            "SELECT ENABLED FROM performance_schema.setup_instruments "
+            "WHERE NAME = 'wait/lock/metadata/sql/mdl'"
+        )
+        assert cur.fetchone()[0] == "NO"
+    for c in (admin, reader, altering):
+        c.close()
+
+
+def test_lost_connection_keeps_what_was_recorded(server, tmp_path):
+    """The recorder's connection killed mid-recording: a one-line error, and the trace up to
+    then is valid."""
+    from gigi.errors import RecordError
+    from gigi.ingest import ingest
+
+    trace = tmp_path / "trace"
+    stop, recorder, result = _recorder(server, trace, duration=60.0, interval=0.01, flush_every=0.2)
+    holder = server.connect()
+    with holder.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute("SELECT * FROM mysql.user LIMIT 1")
+    time.sleep(0.5)
+    admin = server.connect()
+    with admin.cursor() as cur:
+        # the recorder's connection: the one that is neither ours nor the server's own
+        cur.execute(
+            "SELECT ID FROM information_schema.PROCESSLIST WHERE ID NOT IN (%s, %s) "
+            "AND USER = 'root' AND COMMAND <> 'Daemon'",
+            (admin.thread_id(), holder.thread_id()),
+        )
+        ids = [r[0] for r in cur.fetchall()]
+        assert len(ids) == 1, ids
+        cur.execute(f"KILL CONNECTION {ids[0]}")
+    recorder.join(30)
+    assert not recorder.is_alive()
+    error = result.get("error")
+    assert isinstance(error, RecordError), result
+    assert "lost the connection" in str(error) and "\n" not in str(error)
+    manifest = ingest(trace, tmp_path / "store")
+    assert manifest.events >= 1  # the SELECT's lock on mysql.user, at least
+    summary = json.loads((trace / "mariadb-recording.json").read_text())
+    assert summary["stopped_by"].startswith("lost connection")
+    holder.rollback()
+    for c in (holder, admin):
+        c.close()
+
+
+@pytest.mark.parametrize(
+    "dsn, says",
+    [
+        ("postgres://u@h/db", "bad DSN"),
+        ("mysql://root:secret@127.0.0.1:{free}/test", "cannot connect to mysql://root@127.0.0.1"),
+    ],
+)
+def test_bad_dsn_is_one_line(dsn, says, tmp_path, capsys):
+    from server import free_port
+
+    code = cli(
+        [
+            "record",
+            "mariadb",
+            "--dsn",
+            dsn.format(free=free_port()),
+            "--out",
+            str(tmp_path / "t"),
+            "--duration",
+            "1s",
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert says in err and "Traceback" not in err and "secret" not in err, err
+    assert len(err.splitlines()) == 1, err
