@@ -594,6 +594,48 @@ app.add_typer(record_app, name="record")
 
 
 @record_app.command(
+    "postgres",
+    epilog="Example: gigi-query record postgres --dsn postgresql://postgres@localhost/app "
+    "--duration 30s --out ./trace",
+)
+def record_postgres(
+    dsn: Annotated[
+        str,
+        typer.Option(
+            help="libpq connection string or URI; the role needs pg_read_all_stats (or "
+            "superuser) to see other sessions. Their SQL text goes into the trace."
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Trace directory to write.")],
+    duration: Annotated[
+        str, typer.Option(help="How long to record (30s, 2m); Ctrl-C or SIGTERM stop sooner.")
+    ] = "30s",
+    interval: Annotated[
+        str,
+        typer.Option(
+            help="Time between polls; holds and waits shorter than this may go unseen."
+        ),
+    ] = "10ms",
+) -> None:
+    """Poll PostgreSQL's pg_stat_activity, pg_locks and dead tuples and write them as a
+    trace: transactions are tasks, locks and dead tuples resources."""
+    from gigi.record._duration import parse_duration
+    from gigi.record.postgres import PostgresRecording, record
+
+    config = PostgresRecording(
+        dsn=dsn,
+        out=out,
+        duration_s=parse_duration(duration, "duration"),
+        interval_s=parse_duration(interval, "interval"),
+    )
+    summary = record(config)
+    typer.echo(
+        f"{summary.polls} polls in {summary.seconds:.1f} s, {summary.events} events, "
+        f"{summary.segments} segments in {out}"
+    )
+
+
+@record_app.command(
     "mariadb",
     epilog="Example: gigi-query record mariadb --dsn mysql://root@127.0.0.1:3306/test "
     "--duration 30s --interval 10ms --out ./trace",

@@ -1,0 +1,414 @@
+"""How PostgreSQL's own views become trace events: the state kept between polls, and the rules
+that turn what changed into WAIT, ACQUIRE, USE and RELEASE.
+
+Tasks. Every backend is a session task (a client backend is foreground, autovacuum, walwriter
+and the other workers background); every transaction it is seen in is a task of its own, whose
+parent is the session (a parallel worker's, its leader's transaction), named by its first
+statement that is not transaction control: ``pid 123: UPDATE t SET ...``. The trace's thread
+is the backend's pid.
+
+Locks. A heavyweight lock is resource ``pg.lock.<locktype>`` (``pg.lock.relation``,
+``pg.lock.transactionid``, ``pg.lock.tuple``, ...) and object a stable id of the locked thing:
+the relation's oid, the xid, or a hash of the lock tag. One hold per transaction and lock tag
+(modes are not told apart): ACQUIRE when it is first seen granted, at the previous poll (or the
+transaction's start, when later: the earliest it may have happened), RELEASE when it is gone.
+A lock not granted is a WAIT from ``pg_locks.waitstart`` until the poll that sees it granted or
+gone. A row lock's waiter waits for the holder's transactionid lock, so holder and waiter meet
+on the same object and the diagnosis's chains (C waits for B's tuple lock while B waits for
+A's xid) lead to the root. A blocker that ``pg_blocking_pids`` names but that holds no lock on
+the awaited tag itself (a parallel group's leader) is given a hold on it while it blocks; a
+blocker queued for the same tag (a soft block) is not: the holders ahead of both are to blame.
+A holder seen running a statement USEs its locks, once per statement.
+
+Dead tuples. ``pg.dead_tuples`` (sharing ``log``, object = the table's oid) follows
+``n_dead_tup``: a rise is ACQUIREd by the transaction that holds back vacuum's horizon (the
+oldest xid or snapshot, open since before the tuples died), which is what keeps them; with no
+such transaction, by a task standing for the table's writers between polls. A fall is
+RELEASEd by the backend seen vacuuming the table, else by a task standing for its vacuum and
+pruning between polls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from gigi.schema import Kind
+from gigi.schema._write import TraceWriter
+
+DEAD_TUPLES = "pg.dead_tuples"
+# Backends report table statistics at most about once a second (PostgreSQL 15): a rise in
+# n_dead_tup may stand for tuples that died up to that long before the poll that saw it.
+STATS_LAG_NS = 1_000_000_000
+# Statements that only steer the transaction; a transaction is named by its first other one.
+_CONTROL = re.compile(
+    r"^\s*(begin|start|commit|end|rollback|abort|savepoint|release|set|show|reset|discard"
+    r"|prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\b",
+    re.IGNORECASE,
+)
+NAME_CHARS = 160
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def server_ns(stamp: datetime) -> int:
+    """A server timestamp as integer nanoseconds since the epoch (microseconds exact)."""
+    delta = stamp - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+
+
+def stable_id(*parts: object) -> int:
+    """A positive 63-bit id of a lock tag, the same in every run.
+
+    >>> stable_id("tuple", 5, 16384, 0, 1) == stable_id("tuple", 5, 16384, 0, 1)
+    True
+    """
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") >> 1) or 1
+
+
+def statement(query: str | None) -> str:
+    """A statement as a task's name: whitespace collapsed, cut to ``NAME_CHARS``.
+
+    >>> statement("UPDATE t\\n   SET v = 1")
+    'UPDATE t SET v = 1'
+    """
+    text = " ".join((query or "").split())
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 3] + "..."
+
+
+@dataclass
+class Task:
+    task: int
+    kind: str  # foreground or background
+    parent: int | None
+    start: int  # ns; not before the recording began
+    began: int  # ns; when the server says it began, even before the recording
+    name: str | None = None  # set once a naming statement is seen
+    named: bool = False  # its row with the name was written
+
+
+@dataclass
+class Hold:
+    acquired: int  # ts of the ACQUIRE
+    thread: int
+    used_for: object = None  # the query_start of the statement that last USEd it
+
+
+@dataclass
+class Wait:
+    begin: int
+    thread: int
+    blockers: int = 0
+
+
+@dataclass
+class Backend:
+    """One row of ``activity.sql``, with its server timestamps placed on the recorder's clock."""
+
+    pid: int
+    backend_type: str
+    backend_key: object  # the server's backend_start: names the session
+    backend_start: int  # ns, recorder's clock
+    leader_pid: int | None
+    who: str
+    state: str | None
+    wait_event_type: str | None
+    xact_key: object  # the server's xact_start: names the transaction
+    xact_start: int | None  # ns, recorder's clock
+    query_key: object  # the server's query_start: names the statement
+    query_start: int | None
+    query: str | None
+    horizon_age: int | None
+    vacuum_relid: int | None
+    blockers: list[int]
+
+    @property
+    def foreground(self) -> bool:
+        return self.backend_type == "client backend"
+
+
+@dataclass
+class Lock:
+    """One row of ``locks.sql``."""
+
+    pid: int | None
+    resource: str
+    object: int
+    granted: bool
+    waitstart: int | None  # ns, recorder's clock
+    virtualtransaction: str | None
+
+
+@dataclass
+class PgModel:
+    """The recorder's memory between polls; each ``poll`` or ``tables`` call adds the events
+    for what changed since the last one to ``writer``."""
+
+    writer: TraceWriter
+    start: int  # the first poll, ns
+    database_oid: int = 0
+    events: int = 0  # events written so far
+    _next_task: int = 1
+    _sessions: dict = field(default_factory=dict)  # (pid, backend_key) -> Task
+    _xacts: dict = field(default_factory=dict)  # (pid, xact_key) -> Task
+    _prepared: dict = field(default_factory=dict)  # virtualtransaction -> Task
+    _tables: dict = field(default_factory=dict)  # (relid, role) -> Task of writers or vacuum
+    _holds: dict = field(default_factory=dict)  # (task, resource, object) -> Hold
+    _waits: dict = field(default_factory=dict)  # (task, resource, object) -> Wait
+    _resources: set = field(default_factory=set)
+    _dead: dict = field(default_factory=dict)  # relid -> n_dead_tup last seen
+    _vacuumed: dict = field(default_factory=dict)  # relid -> (task, pid, ts last seen at it)
+    _backends: dict = field(default_factory=dict)  # pid -> Backend at the last poll
+    _prev: int | None = None  # the previous poll, ns
+    _prev_tables: int | None = None
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def _new_task(self, kind: str, parent: int | None, began: int, name: str | None) -> Task:
+        task = Task(self._next_task, kind, parent, max(self.start, began), began, name)
+        self._next_task += 1
+        if name is not None:
+            self._write_task(task)
+        return task
+
+    def _write_task(self, task: Task) -> None:
+        # Written once with its name; its end comes in a row of its own (ingest merges them).
+        self.writer.add(
+            "tasks",
+            {
+                "task": task.task,
+                "name": task.name,
+                "kind": task.kind,
+                "parent": task.parent,
+                "start": task.start,
+            },
+        )
+        task.named = True
+
+    def _end_task(self, task: Task, ts: int, fallback_name: str) -> None:
+        if not task.named:
+            task.name = fallback_name
+            self._write_task(task)
+        self.writer.add("tasks", {"task": task.task, "end": ts})
+
+    def _session(self, b: Backend, ts: int) -> Task:
+        key = (b.pid, b.backend_key)
+        task = self._sessions.get(key)
+        if task is None:
+            name = f"pid {b.pid}: {b.backend_type}" + (f" {b.who}" if b.who else "")
+            kind = "foreground" if b.foreground else "background"
+            began = min(b.backend_start, ts)
+            task = self._sessions[key] = self._new_task(kind, None, began, name)
+        return task
+
+    def _xact(self, b: Backend, ts: int) -> Task | None:
+        if b.xact_key is None:
+            return None
+        task = self._xacts.get((b.pid, b.xact_key))
+        if task is None:
+            parent = self._session(b, ts).task
+            if b.leader_pid is not None:
+                leader = self._backends.get(b.leader_pid)
+                lead = self._xacts.get((b.leader_pid, leader.xact_key)) if leader else None
+                parent = lead.task if lead else parent
+            began = min(b.xact_start or ts, ts)
+            kind = "foreground" if b.foreground else "background"
+            task = self._xacts[(b.pid, b.xact_key)] = self._new_task(kind, parent, began, None)
+        if not task.named and b.query and b.query_key is not None and b.query_key >= b.xact_key:
+            if not _CONTROL.match(b.query):
+                task.name = f"pid {b.pid}: {statement(b.query)}"
+                self._write_task(task)
+        return task
+
+    def _owner(self, b: Backend, ts: int) -> Task:
+        return self._xact(b, ts) or self._session(b, ts)
+
+    def _table_task(self, relid: int, name: str, role: str, ts: int) -> Task:
+        task = self._tables.get((relid, role))
+        if task is None:
+            if role == "writers":
+                label = f"{name}: updates and deletes by transactions between polls"
+                kind = "foreground"
+            else:
+                label = f"{name}: vacuum and pruning between polls"
+                kind = "background"
+            task = self._tables[(relid, role)] = self._new_task(kind, None, ts, label)
+        return task
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _event(self, ts: int, kind: Kind, resource: str, task: int, thread: int, **extra) -> None:
+        if resource not in self._resources:
+            self._resources.add(resource)
+            dead = resource == DEAD_TUPLES
+            self.writer.add(
+                "resources",
+                {
+                    "resource": resource,
+                    "unit": "tuples" if dead else "locks",
+                    "sharing": "log" if dead else "shared",
+                },
+            )
+        row = {"ts": ts, "kind": int(kind), "resource": resource, "task": task, "thread": thread}
+        row.update(extra)
+        self.writer.add("events", row)
+        self.events += 1
+
+    # -- one poll of activity and locks ---------------------------------------------------------
+
+    def poll(self, ts: int, backends: list[Backend], locks: list[Lock]) -> None:
+        prev = self._prev if self._prev is not None else ts
+        by_pid = {b.pid: b for b in backends}
+        self._backends = by_pid
+        for b in backends:
+            owner = self._owner(b, ts)
+            if b.vacuum_relid is not None:
+                self._vacuumed[b.vacuum_relid] = (owner, b.pid, ts)
+
+        held: dict[tuple, tuple[Task, int]] = {}  # (task, resource, object) -> owner, thread
+        waiting: dict[tuple, tuple[Task, Backend, Lock]] = {}
+        for lock in locks:
+            if lock.pid is None:  # a prepared transaction
+                vt = lock.virtualtransaction or "?"
+                owner = self._prepared.get(vt)
+                if owner is None:
+                    owner = self._prepared[vt] = self._new_task(
+                        "foreground", None, ts, f"prepared transaction {vt}"
+                    )
+                thread = 0
+            else:
+                b = by_pid.get(lock.pid)
+                if b is None:  # a backend born between the two reads
+                    continue
+                owner, thread = self._owner(b, ts), b.pid
+            key = (owner.task, lock.resource, lock.object)
+            if lock.granted:
+                held[key] = (owner, thread)
+            else:
+                waiting[key] = (owner, by_pid[lock.pid], lock)
+        # A blocker with no lock of its own on the awaited tag, and not queued for it, holds
+        # it through something the view does not show (its parallel workers): it holds it.
+        for (_, resource, obj), (_, b, _) in waiting.items():
+            for pid in set(b.blockers) - {0}:
+                blocker = by_pid.get(pid)
+                if blocker is None:
+                    continue
+                owner = self._owner(blocker, ts)
+                key = (owner.task, resource, obj)
+                if key not in held and key not in waiting:
+                    held[key] = (owner, blocker.pid)
+
+        # releases and ends of waits first: at one instant, ends come before starts
+        for key in [k for k in self._holds if k not in held]:
+            hold = self._holds.pop(key)
+            self._event(ts, Kind.RELEASE, key[1], key[0], hold.thread, object=key[2])
+        for key in [k for k in self._waits if k not in waiting]:
+            self._end_wait(key, ts)
+        for key, (owner, thread) in held.items():
+            hold = self._holds.get(key)
+            if hold is None:
+                at = min(ts, max(prev, owner.start))
+                hold = self._holds[key] = Hold(at, thread)
+                self._event(at, Kind.ACQUIRE, key[1], key[0], thread, object=key[2])
+            b = by_pid.get(thread)
+            if b is not None and b.state == "active" and b.wait_event_type != "Lock":
+                if hold.used_for != b.query_key:
+                    hold.used_for = b.query_key
+                    self._event(ts, Kind.USE, key[1], key[0], thread, object=key[2])
+        for key, (_, b, lock) in waiting.items():
+            wait = self._waits.get(key)
+            if wait is None:
+                begin = lock.waitstart
+                if begin is None:
+                    begin = max(prev, b.query_start or prev)
+                # never before the recording, nor before the holders it waits for (whose
+                # ACQUIREs are placed at the earliest they may have happened)
+                holders = [h.acquired for k, h in self._holds.items() if k[1:] == key[1:]]
+                begin = min(ts, max(begin, self.start, *holders))
+                wait = self._waits[key] = Wait(begin, b.pid)
+            wait.blockers = max(wait.blockers, len(set(b.blockers)))
+
+        self._end_gone_tasks(by_pid, ts)
+        self._prev = ts
+
+    def _end_wait(self, key: tuple, ts: int | None) -> None:
+        wait = self._waits.pop(key)
+        self._event(
+            wait.begin,
+            Kind.WAIT,
+            key[1],
+            key[0],
+            wait.thread,
+            object=key[2],
+            dur=None if ts is None else ts - wait.begin,
+            value=wait.blockers,
+        )
+
+    def _end_gone_tasks(self, by_pid: dict, ts: int) -> None:
+        for (pid, xact_key), task in list(self._xacts.items()):
+            b = by_pid.get(pid)
+            if b is None or b.xact_key != xact_key:
+                del self._xacts[(pid, xact_key)]
+                self._end_task(task, ts, f"pid {pid}: transaction")
+        for (pid, backend_key), task in list(self._sessions.items()):
+            b = by_pid.get(pid)
+            if b is None or b.backend_key != backend_key:
+                del self._sessions[(pid, backend_key)]
+                self._end_task(task, ts, task.name or f"pid {pid}")
+
+    # -- dead tuples ----------------------------------------------------------------------------
+
+    def tables(self, ts: int, rows: list[tuple[int, str, int]]) -> None:
+        """One reading of ``tables.sql``: ``(relid, name, n_dead_tup)`` rows."""
+        prev = self._prev_tables if self._prev_tables is not None else ts
+        for relid, name, n in rows:
+            change = n - self._dead.get(relid, 0)
+            self._dead[relid] = n
+            if change > 0:
+                owner, thread = self._horizon_holder(prev - STATS_LAG_NS)
+                if owner is None:
+                    owner, thread = self._table_task(relid, name, "writers", ts), 0
+                self._event(
+                    ts, Kind.ACQUIRE, DEAD_TUPLES, owner.task, thread, object=relid, amount=change
+                )
+            elif change < 0:
+                seen = self._vacuumed.get(relid)
+                if seen is not None and seen[2] >= prev - STATS_LAG_NS:
+                    owner, thread = seen[0], seen[1]
+                else:
+                    owner, thread = self._table_task(relid, name, "vacuum", ts), 0
+                self._event(
+                    ts, Kind.RELEASE, DEAD_TUPLES, owner.task, thread, object=relid, amount=-change
+                )
+        self._prev_tables = ts
+
+    def _horizon_holder(self, since: int) -> tuple[Task | None, int]:
+        """The task whose xid or snapshot is the oldest of those open since ``since``, and its
+        pid; a vacuum's own snapshot holds nothing back."""
+        best, best_age = None, -1
+        for b in self._backends.values():
+            if b.horizon_age is None or b.vacuum_relid is not None:
+                continue
+            if b.backend_type == "autovacuum worker":
+                continue
+            owner = self._xacts.get((b.pid, b.xact_key)) or self._sessions.get(
+                (b.pid, b.backend_key)
+            )
+            if owner is None or owner.began > since or b.horizon_age <= best_age:
+                continue
+            best, best_age = (owner, b.pid), b.horizon_age
+        return best if best is not None else (None, 0)
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def finish(self, ts: int) -> None:
+        """The recording stopped at ``ts``: waits still open are written as such (null
+        length); holds stay open, as the server still has them."""
+        for key in list(self._waits):
+            self._end_wait(key, None)
+        for task in [*self._xacts.values(), *self._sessions.values(), *self._prepared.values()]:
+            if not task.named:
+                task.name = task.name or f"task {task.task}"
+                self._write_task(task)

@@ -1,0 +1,18 @@
+-- locks: the heavyweight locks held and awaited, one row per lock and mode, as pg_locks shows
+-- them at this poll; the recorder's own locks are left out.
+SELECT
+    -- pid: the holder or waiter; null for a prepared transaction
+    pid,
+    -- locktype and the fields that name the locked thing (which apply depends on the type)
+    locktype, database, relation, page, tuple, virtualxid, transactionid::text AS transactionid,
+    classid, objid, objsubid,
+    -- virtualtransaction: the transaction's virtual id (names a prepared transaction's holder)
+    virtualtransaction,
+    -- mode: AccessShareLock ... AccessExclusiveLock, ShareLock, ExclusiveLock
+    mode,
+    -- granted: held (true) or awaited (false)
+    granted,
+    -- waitstart: when the wait began (server timestamp); null for held locks
+    waitstart
+FROM pg_locks
+WHERE pid IS DISTINCT FROM pg_backend_pid()

@@ -1,0 +1,209 @@
+"""A private PostgreSQL server for the tests and the bench: binaries found on PATH, by
+``pg_config --bindir`` or under /usr/lib/postgresql (Debian's ``postgresql`` installed when
+there are none), run as the ``postgres`` user (initdb refuses root) with a data dir and socket
+dir of its own, listening on 127.0.0.1 only, stopped by its own pid."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+USER = "postgres"
+
+
+class ServerError(RuntimeError):
+    pass
+
+
+def _bindir() -> Path | None:
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if initdb and pg_ctl:
+        return Path(os.path.realpath(initdb)).parent
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+        d = Path(out.stdout.strip())
+        if out.returncode == 0 and (d / "initdb").exists() and (d / "pg_ctl").exists():
+            return d
+    versions = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
+    )
+    return Path(versions[-1]).parent if versions else None
+
+
+def bindir() -> Path:
+    """The directory of initdb and pg_ctl, installing Debian's postgresql when there is none."""
+    found = _bindir()
+    if found is None:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
+        done = subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "postgresql"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        found = _bindir()
+        if found is None:
+            raise ServerError(f"cannot install postgresql:\n{done.stderr[-2000:]}")
+    return found
+
+
+def _user() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        done = subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/bin/sh", USER],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise ServerError(f"cannot create user {USER}: {done.stderr.strip()}") from None
+        return pwd.getpwnam(USER)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``with Server(settings) as srv:`` a running server; ``srv.dsn`` for the superuser
+    ``postgres`` over TCP, database ``postgres``."""
+
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        self.settings = settings or {}
+        self.port = free_port()
+        self.base: Path | None = None
+        self.pid: int | None = None
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://{USER}@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def log(self) -> Path:
+        assert self.base is not None
+        return self.base / "server.log"
+
+    def _as_user(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        run_as = ["runuser", "-u", USER, "--"] if os.geteuid() == 0 else []
+        return subprocess.run(
+            [*run_as, *args], capture_output=True, text=True, timeout=timeout, cwd=self.base
+        )
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-4000:]
+        except OSError:
+            return "(no server log)"
+
+    def start(self, timeout: float = 60.0) -> Server:
+        bins = bindir()
+        user = _user()
+        # Under /tmp (world-traversable), not pytest's private tmp dir the user cannot enter.
+        self.base = Path(tempfile.mkdtemp(prefix="gigi-pg-"))
+        if os.geteuid() == 0:
+            os.chown(self.base, user.pw_uid, user.pw_gid)
+        data = self.base / "data"
+        done = self._as_user(
+            str(bins / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            USER,
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        )
+        if done.returncode != 0:
+            raise ServerError(f"initdb failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        options = {
+            "listen_addresses": "127.0.0.1",
+            "port": str(self.port),
+            "unix_socket_directories": str(self.base),
+            "fsync": "off",
+            "full_page_writes": "off",
+            "shared_buffers": "32MB",
+            **self.settings,
+        }
+        with open(data / "postgresql.conf", "a") as conf:
+            for name, value in options.items():
+                conf.write(f"{name} = '{value}'\n")
+        done = self._as_user(
+            str(bins / "pg_ctl"),
+            "start",
+            "-D",
+            str(data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            str(int(timeout)),
+            timeout=timeout + 10,
+        )
+        pidfile = data / "postmaster.pid"
+        if pidfile.exists():
+            self.pid = int(pidfile.read_text().split()[0])
+        if done.returncode != 0:
+            log = self._log_tail()
+            self.stop()
+            raise ServerError(
+                f"the server did not start (pg_ctl: {done.stdout.strip()} {done.stderr.strip()});"
+                f" its log:\n{log}"
+            )
+        return self
+
+    def connect(self, **kw):
+        import psycopg
+
+        return psycopg.connect(self.dsn, autocommit=kw.pop("autocommit", True), **kw)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGINT (fast shutdown) to the postmaster's own pid and wait for it to go; SIGKILL
+        if it will not. The data dir goes with it."""
+        if self.pid is not None:
+            for sig, wait in ((signal.SIGINT, timeout), (signal.SIGKILL, 5.0)):
+                try:
+                    os.kill(self.pid, sig)
+                except ProcessLookupError:
+                    break
+                deadline = time.monotonic() + wait
+                while time.monotonic() < deadline and _alive(self.pid):
+                    time.sleep(0.05)
+                if not _alive(self.pid):
+                    break
+            self.pid = None
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
