@@ -229,3 +229,57 @@ def test_bad_dsn_is_one_line(dsn, says, tmp_path, capsys):
     assert code == 2, err
     assert says in err and "Traceback" not in err and "secret" not in err, err
     assert len(err.splitlines()) == 1, err
+
+
+def test_row_lock_waits_blame_the_holder(server, tmp_path):
+    """A transaction keeps a row lock while three others wait for the row: rank 1 is contention
+    on innodb.row_lock, the holder's transaction to blame, the three waiters its victims."""
+    admin = server.connect()
+    with admin.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS acc")
+        cur.execute("CREATE TABLE acc (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO acc VALUES (1, 1), (42, 42)")
+    trace = tmp_path / "trace"
+    stop, recorder, result = _recorder(server, trace, duration=60.0, interval=0.01)
+    holder = server.connect()
+    with holder.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.execute("UPDATE acc SET v = v + 1 WHERE id = 42")
+    waiters = [server.connect() for _ in range(3)]
+
+    def wait(con):
+        with con.cursor() as cur:
+            cur.execute("SET SESSION innodb_lock_wait_timeout = 60")
+            cur.execute("BEGIN")
+            cur.execute("UPDATE acc SET v = v + 1 WHERE id = 42")
+        con.commit()
+
+    threads = [threading.Thread(target=wait, args=(c,)) for c in waiters]
+    for t in threads:
+        t.start()
+    time.sleep(3.0)
+    holder.commit()
+    for t in threads:
+        t.join(30)
+    time.sleep(0.3)
+    stop.set()
+    recorder.join(30)
+    assert "error" not in result, result.get("error")
+
+    out = tmp_path / "diagnosis.json"
+    assert cli(["diagnose", str(trace), "--format", "json", "--output", str(out)]) == 0
+    top = json.loads(out.read_text())["findings"][0]
+    assert (top["failure_mode"], top["resource"]) == ("contention", "innodb.row_lock")
+    from gigi.queries import connect
+
+    con = connect(trace)
+    parent = dict(con.execute("SELECT task, parent FROM tasks").fetchall())
+    name = dict(con.execute("SELECT task, name FROM tasks").fetchall())
+    culprit = top["culprit_tasks"][0]
+    assert name[culprit].startswith("UPDATE acc SET v = v + 1 WHERE id = 42")
+    assert name[parent[culprit]].startswith(f"connection {holder.thread_id()} ")
+    waiting = {c.thread_id() for c in waiters}
+    victim_connections = {int(name[parent[v]].split()[1]) for v in top["victim_tasks"]}
+    assert waiting <= victim_connections, (waiting, victim_connections)
+    for c in (admin, holder, *waiters):
+        c.close()

@@ -146,7 +146,8 @@ class Poll:
     threads: list[dict] = field(default_factory=list)
     # (waiting thread id, blocking thread id, object name, wait start in ns or None,
     #  blocker's transaction start in ns or None), for row locks
-    row_waits: list[tuple] = field(default_factory=list)
+    # (None: row locks were not read in this poll)
+    row_waits: list[tuple] | None = None
     # (thread, event id) -> (TIMER_START ps, TIMER_END ps or None, SOURCE) of MDL waits
     mdl_waits: dict[tuple[int, int], tuple] = field(default_factory=dict)
 
@@ -194,6 +195,7 @@ class Model:
         self.row_held: dict[tuple, tuple[int, int]] = {}  # (thread, object) -> task, thread
         self.row_waiting: dict[tuple, _OpenWait] = {}
         self.previous: Poll | None = None
+        self.rows_read: int | None = None  # ns, when row locks were last read
         self._next_task = 1
         self.polls = 0
 
@@ -308,7 +310,7 @@ class Model:
 
         locks = [r for r in poll.metadata_locks if r["OWNER_THREAD_ID"] != own]
         row_waits = []
-        for waiter_pid, blocker_pid, name, wait_start, blocker_start in poll.row_waits:
+        for waiter_pid, blocker_pid, name, wait_start, blocker_start in poll.row_waits or ():
             w, b = by_pid.get(waiter_pid), by_pid.get(blocker_pid)
             if w is not None and b is not None:
                 row_waits.append((w.thread_id, b.thread_id, name, wait_start, blocker_start))
@@ -324,10 +326,15 @@ class Model:
         for w, b, *_ in row_waits:
             evidence.setdefault(w, None)
             evidence.setdefault(b, None)
+        if poll.row_waits is None:  # not read this time: what was seen last still stands
+            for tid, _ in [*self.row_waiting, *self.row_held]:
+                evidence.setdefault(tid, None)
         self._transactions(evidence, trx, statements, locks, now, before)
         self._statements(statements, now)
         self._metadata_locks(locks, poll, now, before)
-        self._row_locks(row_waits, now, before)
+        if poll.row_waits is not None:
+            self._row_locks(row_waits, now, self.rows_read)
+            self.rows_read = poll.sent
         # connections gone from the threads table end (and their statements and holds)
         seen = {row["THREAD_ID"] for row in poll.threads}
         if poll.threads:

@@ -25,6 +25,7 @@ from gigi.schema._write import TraceWriter
 WRITER = "gigi-record-mariadb 1"
 SUMMARY = "mariadb-recording.json"
 MDL_WAIT = "wait/lock/metadata/sql/mdl"
+ROW_LOCK_EVERY = 0.15  # s between reads of InnoDB's lock tables in information_schema
 # What the recording needs turned on: (table, name or LIKE pattern, required)
 INSTRUMENTS = (("wait/lock/metadata/%", True), ("statement/%", False), ("transaction", False))
 CONSUMERS = (
@@ -53,14 +54,17 @@ _ROW_WAITS_INNODB = """SELECT rt.trx_mysql_thread_id, bt.trx_mysql_thread_id,
     FROM information_schema.INNODB_LOCK_WAITS w
     JOIN information_schema.INNODB_TRX rt ON rt.trx_id = w.requesting_trx_id
     JOIN information_schema.INNODB_TRX bt ON bt.trx_id = w.blocking_trx_id
-    JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id"""
+    JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id
+    WHERE NOT (bt.trx_requested_lock_id <=> w.blocking_lock_id)"""
 _ROW_WAITS_DATA_LOCKS = """SELECT rt.PROCESSLIST_ID, bt.PROCESSLIST_ID,
     CONCAT_WS(' ', CONCAT(l.OBJECT_SCHEMA, '.', l.OBJECT_NAME), l.INDEX_NAME, l.LOCK_DATA),
     NULL, NULL
     FROM performance_schema.data_lock_waits w
     JOIN performance_schema.data_locks l ON l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
     JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID
-    JOIN performance_schema.threads bt ON bt.THREAD_ID = w.BLOCKING_THREAD_ID"""
+    JOIN performance_schema.threads bt ON bt.THREAD_ID = w.BLOCKING_THREAD_ID
+    JOIN performance_schema.data_locks bl ON bl.ENGINE_LOCK_ID = w.BLOCKING_ENGINE_LOCK_ID
+    WHERE bl.LOCK_STATUS = 'GRANTED'"""
 
 
 @dataclass
@@ -343,25 +347,31 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
     if consumers.get("events_transactions_current") == "YES":
         statements.append(_TRANSACTIONS)
     statements.append(_LOCKS)
-    if row_sql is not None:
-        statements.append(row_sql)
-    statements.append(_THREADS + " WHERE TYPE = 'FOREGROUND'")  # last: every lock owner is in
+    # InnoDB refreshes the information_schema copy of its lock tables only when nobody has
+    # read it for 100 ms: read more often, it would never change
+    row_every = max(interval, ROW_LOCK_EVERY) if row_sql is _ROW_WAITS_INNODB else interval
+    next_rows = 0.0
     # server wall clock (row lock wait starts) onto ours
     sent = time.monotonic_ns()
     server_now = float(s.rows("SELECT UNIX_TIMESTAMP(NOW(6))")[0][0])
     wall_offset = (sent + time.monotonic_ns()) // 2 - int(server_now * 1e9)
     written = {"events": 0, "tasks": 0}
+    resources: set[str] = set()
 
     def flush(final: bool = False) -> None:
         events, tasks, sites = model.take()
         writer.extend("events", events)
         writer.extend("tasks", tasks)
         writer.extend("sites", sites)
-        if final or writer.segments == 0:
-            writer.extend(
-                "resources",
-                [{"resource": r, "unit": "locks", "sharing": "shared"} for r in model.objects],
-            )
+        writer.extend(
+            "resources",
+            [
+                {"resource": r, "unit": "locks", "sharing": "shared"}
+                for r in model.objects
+                if r not in resources
+            ],
+        )
+        resources.update(model.objects)
         written["events"] += len(events)
         written["tasks"] += len(tasks)
         writer.flush()
@@ -379,7 +389,10 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
             now = time.monotonic()
             if now - started >= duration:
                 break
-            poll = _poll(s, model, statements, row_sql, wall_offset)
+            rows_now = row_sql is not None and now >= next_rows
+            if rows_now:
+                next_rows = now + row_every
+            poll = _poll(s, model, statements, row_sql if rows_now else None, wall_offset)
             rec.poll_ms.append((poll.received - poll.sent) / 1e6)
             model.add(poll)
             rec.polls += 1
@@ -413,8 +426,10 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
 
 
 def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
+    batch = statements + ([row_sql] if row_sql is not None else [])
+    batch.append(_THREADS + " WHERE TYPE = 'FOREGROUND'")  # last: every lock owner is in it
     sent = time.monotonic_ns()
-    results = s.batch(statements)
+    results = s.batch(batch)
     received = time.monotonic_ns()
     poll = Poll(sent, received)
     parts = iter(results)
@@ -423,6 +438,7 @@ def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
         poll.transactions = next(parts)
     poll.metadata_locks = next(parts)
     if row_sql is not None:
+        poll.row_waits = []
         for r in next(parts):
             w, b, name, wait_start, blocker_start = tuple(r.values())
             poll.row_waits.append(
