@@ -3,7 +3,7 @@
 What ``perf script`` prints, and what this reads of it::
 
     burn 18668/18668 [000] 14929.509834:     250000 cpu-clock:
-    \t            115e compact_everything+0x15 (/tmp/burn)
+    \t            115e compact_everything+0x15 (/srv/app/burn)
     \t           2724a __libc_start_call_main+0x7a (/usr/lib/x86_64-linux-gnu/libc.so.6)
     <blank line>
 
@@ -42,19 +42,17 @@ from gigi.schema import SAMPLES_SCHEMA
 SAMPLES_FILE = "samples.parquet"
 BATCH_ROWS = 1 << 16
 
-# comm (optional, lazy: it may hold spaces and digits), pid[/tid], [cpu], time, then period
-# and event (together optional), then whatever follows on the line.
+# pid[/tid], [cpu], time: the first such run of tokens on the line (what comes before it is
+# comm, which may hold spaces and digits), then period and event (together optional), then
+# whatever follows on the line.
 _HEADER = re.compile(
-    r"^\s*(?:(?P<comm>\S.*?)\s+)??"
-    r"(?P<pid>-?\d+)(?:/(?P<tid>-?\d+))?\s+"
+    r"(?<!\S)(?P<pid>-?\d+)(?:/(?P<tid>-?\d+))?\s+"
     r"(?:\[(?P<cpu>\d+)\]\s+)?"
     r"(?P<sec>\d+)\.(?P<frac>\d+):"
     r"(?:\s+(?:(?P<period>\d+)\s+)?(?P<event>\S+?):(?=\s|$))?"
     r"\s*(?P<rest>.*?)\s*$"
 )
-# ip, then symbol (with +0xoffset) and (dso), each optional.
-_FRAME = re.compile(r"^\s*(?P<ip>[0-9a-fA-F]+)(?:\s+(?P<sym>.*?))??(?:\s+\((?P<dso>[^()]*)\))?\s*$")
-_SYMOFF = re.compile(r"\+0x[0-9a-fA-F]+$")
+_GROUPS = ("pid", "tid", "cpu", "sec", "frac", "period", "event", "rest")
 _CLOCKID = re.compile(r"^#\s*clockid:\s*(\S+)")
 UNKNOWN = "[unknown]"
 
@@ -89,7 +87,9 @@ def _error(path: str, line_no: int, what: str, line: str) -> IngestError:
 def _function(sym: str | None, dso: str | None) -> str:
     """The frame's function: the symbol without its offset, else ``[dso name]``."""
     if sym:
-        sym = _SYMOFF.sub("", sym)
+        cut = sym.rfind("+0x")
+        if cut > 0:
+            sym = sym[:cut]
         if sym and sym != UNKNOWN:
             return sym
     if dso and dso != UNKNOWN:
@@ -98,58 +98,73 @@ def _function(sym: str | None, dso: str | None) -> str:
 
 
 def _frame(text: str) -> tuple[str, str | None] | None:
-    """(function, dso) of a frame's text, or None when it is no frame."""
-    m = _FRAME.match(text)
-    if m is None:
+    """(function, dso) of a frame's text (``ip [symbol[+0xoff]] [(dso)]``), or None when it
+    is no frame."""
+    parts = text.split(None, 1)
+    if not parts:
         return None
-    dso = m.group("dso")
+    try:
+        int(parts[0], 16)
+    except ValueError:
+        return None
+    if len(parts) == 1:
+        return UNKNOWN, None
+    rest = parts[1].rstrip()
+    sym, dso = rest, None
+    if rest.endswith(")"):
+        cut = rest.rfind(" (")
+        if cut >= 0 and "(" not in rest[cut + 2 : -1]:
+            sym, dso = rest[:cut].rstrip(), rest[cut + 2 : -1]
+        elif rest.startswith("(") and "(" not in rest[1:-1]:
+            sym, dso = "", rest[1:-1]
     if dso == "inlined":  # perf --inline marks inlined frames so
         dso = None
-    return _function(m.group("sym"), dso), dso
+    return _function(sym, dso), dso
 
 
 class _Builder:
-    """Column lists of the samples being parsed, handed out as record batches."""
+    """The samples being parsed, as rows, handed out as record batches."""
 
     def __init__(self, offset_ns: int) -> None:
         self.offset_ns = offset_ns
         self.count = 0
-        self._reset()
+        self.rows: list[tuple] = []
 
-    def _reset(self) -> None:
-        self.cols: dict[str, list] = {name: [] for name in SAMPLES_SCHEMA.names}
-
-    def add(self, head: re.Match, frames: list[tuple[str, str | None]], line_no: int) -> None:
-        c = self.cols
-        tid = head.group("tid")
-        pid = head.group("pid")
-        c["sample"].append(self.count)
-        self.count += 1
-        frac = head.group("frac")
-        ns = int(head.group("sec")) * 1_000_000_000 + int((frac + "000000000")[:9])
-        c["ts"].append(ns + self.offset_ns)
-        c["thread"].append(int(tid if tid is not None else pid))
-        c["pid"].append(int(pid) if tid is not None else None)
-        c["comm"].append(head.group("comm"))
-        cpu = head.group("cpu")
-        c["cpu"].append(int(cpu) if cpu is not None else None)
-        c["event"].append(head.group("event"))
-        period = head.group("period")
-        c["period"].append(int(period) if period is not None else None)
+    def add(
+        self, head: tuple, comm: str | None, frames: list[tuple[str, str | None]], line_no: int
+    ) -> None:
+        pid, tid, cpu, sec, frac, period, event, _ = head
+        ns = int(sec) * 1_000_000_000 + int((frac + "000000000")[:9]) + self.offset_ns
         stack = [f for f, _ in frames] or [UNKNOWN]
-        c["leaf"].append(stack[0])
-        c["leaf_dso"].append(frames[0][1] if frames else None)
-        c["stack"].append(stack)
-        c["folded"].append(";".join(reversed(stack)))
-        c["line"].append(line_no)
+        self.rows.append(
+            (
+                self.count,
+                ns,
+                int(tid if tid is not None else pid),
+                int(pid) if tid is not None else None,
+                comm,
+                int(cpu) if cpu is not None else None,
+                event,
+                int(period) if period is not None else None,
+                stack[0],
+                frames[0][1] if frames else None,
+                stack,
+                ";".join(reversed(stack)),
+                line_no,
+            )
+        )
+        self.count += 1
 
     def __len__(self) -> int:
-        return len(self.cols["sample"])
+        return len(self.rows)
 
     def batch(self) -> pa.RecordBatch:
-        b = pa.RecordBatch.from_pydict(self.cols, schema=SAMPLES_SCHEMA)
-        self._reset()
-        return b
+        columns = list(zip(*self.rows, strict=True)) or [[] for _ in SAMPLES_SCHEMA.names]
+        self.rows = []
+        return pa.RecordBatch.from_arrays(
+            [pa.array(c, type=f.type) for c, f in zip(columns, SAMPLES_SCHEMA, strict=True)],
+            schema=SAMPLES_SCHEMA,
+        )
 
 
 def parse_perf_script(
@@ -166,21 +181,21 @@ def parse_perf_script(
     s = summary if summary is not None else PerfSummary(path.name)
     s.offset_ns = offset_ns
     out = _Builder(offset_ns)
-    head: re.Match | None = None  # the sample being read
+    head: tuple | None = None  # the sample being read: its header's fields
+    comm: str | None = None
     head_line = 0
     frames: list[tuple[str, str | None]] = []
     header_frame: tuple[str, str | None] | None = None
     saw_header = False
-    threads: set[int] = set()
-    events: dict[str, int] = {}
+    threads: set[str] = set()
+    events: dict[str | None, int] = {}
 
     def finish() -> None:
         nonlocal head
         if head is None:
             return
-        out.add(head, frames or ([header_frame] if header_frame else []), head_line)
-        ev = head.group("event") or "samples"
-        events[ev] = events.get(ev, 0) + 1
+        out.add(head, comm, frames or ([header_frame] if header_frame else []), head_line)
+        events[head[6]] = events.get(head[6], 0) + 1
         head = None
 
     try:
@@ -188,9 +203,10 @@ def parse_perf_script(
     except OSError as e:
         raise IngestError(f"{path}: cannot read ({e.strerror or e})") from None
     line_no = 0
+    search = _HEADER.search
     with f:
         for line_no, line in enumerate(f, 1):
-            if line.startswith("\t"):  # a frame of the sample's call stack
+            if line[:1] == "\t":  # a frame of the sample's call stack
                 if head is None:
                     raise _error(name, line_no, "a stack frame outside any sample", line)
                 fr = _frame(line)
@@ -198,27 +214,26 @@ def parse_perf_script(
                     raise _error(name, line_no, "not a stack frame (ip symbol (dso))", line)
                 frames.append(fr)
                 continue
-            stripped = line.strip()
-            if not stripped:
+            if line.isspace() or not line:
                 finish()
                 continue
-            if stripped.startswith("#"):
+            if line[:1] == "#":
                 saw_header = True
-                if m := _CLOCKID.match(stripped):
+                if m := _CLOCKID.match(line):
                     s.clock = m.group(1)
                 continue
-            m = _HEADER.match(line)
+            m = search(line)
             if m is not None:
                 finish()
-                if m.group("rest").startswith("PERF_RECORD_") or (
-                    m.group("event") or ""
-                ).startswith("PERF_RECORD_"):
+                fields = m.group(*_GROUPS)
+                event, rest = fields[6], fields[7]
+                if rest.startswith("PERF_RECORD_") or (event or "").startswith("PERF_RECORD_"):
                     s.skipped += 1
                     continue
-                head, head_line, frames = m, line_no, []
-                rest = m.group("rest")
+                head, head_line, frames = fields, line_no, []
+                comm = line[: m.start()].strip() or None
                 header_frame = _frame(rest) if rest else None
-                threads.add(int(m.group("tid") or m.group("pid")))
+                threads.add(fields[1] or fields[0])
                 if len(out) >= BATCH_ROWS:
                     yield out.batch()
                 continue
@@ -233,7 +248,7 @@ def parse_perf_script(
     finish()
     s.lines = line_no
     s.samples = out.count
-    s.events = dict(sorted(events.items(), key=lambda kv: -kv[1]))
+    s.events = {(ev or "samples"): n for ev, n in sorted(events.items(), key=lambda kv: -kv[1])}
     s.threads = len(threads)
     if saw_header and s.clock == "unknown":
         s.clock = "perf"  # perf's header names no clock id: its own clock
