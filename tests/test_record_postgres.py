@@ -296,11 +296,14 @@ def test_server_gone_keeps_the_trace(tmp_path, capsys):
         )
         t.start()
         wait_until("the recorder's first segment", lambda: any(trace.glob("*.arrows")))
-        with srv.connect() as conn:
-            conn.execute("CREATE TABLE gone (id int)")
-        time.sleep(1.2)
-        os.kill(srv.pid, signal.SIGINT)  # fast shutdown under the recorder
-        t.join(60)
+        conn = srv.connect(autocommit=False)
+        try:
+            conn.execute("CREATE TABLE gone (id int)")  # holds its locks until the end
+            time.sleep(1.2)
+            os.kill(srv.pid, signal.SIGINT)  # fast shutdown under the recorder
+            t.join(60)
+        finally:
+            conn.close()
     assert result == [2]
     err = capsys.readouterr().err
     assert "lost the connection to the server" in err and err.count("\n") == 1, err

@@ -42,6 +42,8 @@ DEAD_TUPLES = "pg.dead_tuples"
 # Backends report table statistics at most about once a second (PostgreSQL 15): a rise in
 # n_dead_tup may stand for tuples that died up to that long before the poll that saw it.
 STATS_LAG_NS = 1_000_000_000
+# A rise in dead tuples is spread over the time they may have died in, at this step.
+SPREAD_STEP_NS = 100_000_000
 # Statements that only steer the transaction; a transaction is named by its first other one.
 _CONTROL = re.compile(
     r"^\s*(begin|start|commit|end|rollback|abort|savepoint|release|set|show|reset|discard"
@@ -76,6 +78,23 @@ def statement(query: str | None) -> str:
     """
     text = " ".join((query or "").split())
     return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 3] + "..."
+
+
+def spread(since: int, until: int, amount: int, step: int = SPREAD_STEP_NS):
+    """``amount`` units cut into even parts placed at steps of about ``step`` over
+    ``(since, until]``, the last at ``until``.
+
+    >>> spread(0, 300, 10, step=100)
+    [(100, 4), (200, 3), (300, 3)]
+    >>> spread(0, 0, 10)
+    [(0, 10)]
+    """
+    parts = max(1, min(amount, (until - since) // step))
+    each, extra = divmod(amount, parts)
+    return [
+        (until - (until - since) * (parts - 1 - i) // parts, each + (1 if i < extra else 0))
+        for i in range(parts)
+    ]
 
 
 @dataclass
@@ -365,14 +384,26 @@ class PgModel:
         prev = self._prev_tables if self._prev_tables is not None else ts
         for relid, name, n in rows:
             change = n - self._dead.get(relid, 0)
+            first = relid not in self._dead
             self._dead[relid] = n
             if change > 0:
                 owner, thread = self._horizon_holder(prev - STATS_LAG_NS)
                 if owner is None:
                     owner, thread = self._table_task(relid, name, "writers", ts), 0
-                self._event(
-                    ts, Kind.ACQUIRE, DEAD_TUPLES, owner.task, thread, object=relid, amount=change
-                )
+                # A backend reports the tuples it killed within about the last second: a rise
+                # is spread evenly over that second (not before the recording began; the
+                # tuples already dead then are counted at once).
+                since = ts if first else max(self.start, ts - STATS_LAG_NS)
+                for at, amount in spread(since, ts, change):
+                    self._event(
+                        at,
+                        Kind.ACQUIRE,
+                        DEAD_TUPLES,
+                        owner.task,
+                        thread,
+                        object=relid,
+                        amount=amount,
+                    )
             elif change < 0:
                 seen = self._vacuumed.get(relid)
                 if seen is not None and seen[2] >= prev - STATS_LAG_NS:

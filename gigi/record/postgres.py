@@ -226,6 +226,9 @@ def record(config: PostgresRecording, stop: threading.Event | None = None) -> Re
     except psycopg.Error as e:
         conn.close()
         raise RecordError(f"cannot read the server's identity ({_one_line(e)})") from None
+    except BaseException:
+        conn.close()
+        raise
     stop = stop or threading.Event()
     restore = _on_sigterm(stop)
     writer = TraceWriter(config.out, WRITER, metadata=meta)
