@@ -103,6 +103,27 @@ def test_segments_round_trip_through_ingest_exactly(program, tmp_path):
     ]
 
 
+@pytest.mark.parametrize("clock", ["", "monotonic"])
+def test_timestamps_are_the_callers_monotonic_clock(program, tmp_path, clock):
+    """Whether the runtime stamps with the TSC (where the kernel's own clock is the TSC) or
+    with clock_gettime (GIGI_CLOCK=monotonic), the trace holds CLOCK_MONOTONIC ns: inside the
+    span the caller saw, with a 50 ms wait 50 ms long and events 20 ms apart."""
+    import time
+
+    trace = tmp_path / "trace"
+    before = time.monotonic_ns()
+    run(program, trace, "clock", **({"GIGI_CLOCK": clock} if clock else {}))
+    after = time.monotonic_ns()
+    con = connect(trace)
+    (wait_ts, wait_dur), *acquires = rows(con, "SELECT ts, dur FROM events ORDER BY ts")
+    start, end = rows(con, "SELECT start, \"end\" FROM tasks WHERE name = 'sleeper'")[0]
+    assert before <= start <= wait_ts and acquires[-1][0] <= end <= after
+    assert 50e6 <= wait_dur < 50e6 + 10e6
+    gaps = [b[0] - a[0] for a, b in zip(acquires, acquires[1:])]
+    assert len(gaps) == 2 and all(20e6 <= g < 20e6 + 10e6 for g in gaps), gaps
+    assert wait_ts + wait_dur <= acquires[0][0]
+
+
 def test_threads_and_drops_add_up_exactly(program, tmp_path):
     trace = tmp_path / "trace"
     # rings of 64 records and a writer that only drains when nudged: most events are dropped

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gigi_probe.h"
@@ -113,6 +114,19 @@ int main(int argc, char **argv) {
         waitpid(child, NULL, 0);
     } else if (strcmp(mode, "planted") == 0) {
         planted();
+    } else if (strcmp(mode, "clock") == 0) {
+        /* a 50 ms wait, then events 20 ms apart: the trace's clock against the caller's */
+        int64_t t = gigi_task_begin("sleeper", 0);
+        int64_t w = gigi_wait_begin(pool, 1, 1, 10);
+        struct timespec pause = {0, 50000000};
+        nanosleep(&pause, NULL);
+        gigi_wait_end(w);
+        for (int i = 0; i < 3; i++) {
+            gigi_acquire(pool, 1, 1, 11);
+            pause.tv_nsec = 20000000;
+            nanosleep(&pause, NULL);
+        }
+        gigi_task_end(t);
     } else if (strcmp(mode, "enabled") == 0) {
         printf("%d\n", gigi_enabled_);
     }
