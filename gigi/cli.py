@@ -515,7 +515,7 @@ def validate(
     from gigi.scan._validate import validate as run_validate
 
     v = run_validate(trace, read_sites(sites), min_share)
-    write(v, out)
+    write(v, out, sites)
     for kind, k in v.by_kind.items():
         typer.echo(
             f"  {kind:8s} {k['candidates']:4d} candidates, {k['exercised']:4d} exercised, "

@@ -328,7 +328,12 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     effects = release_effects(fn, mine, links, obj, locks=guess.sharing in ("shared", "exclusive"))
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if effects and (RELEASE_NAME.search(short) or gives):
-        cand("RELEASE", max(e.line for e in effects), "gives units back", obj)
+        # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
+        # lowers p->nRef on every call and unpins only at zero; the release is the lowering,
+        # or its holds would pair with only some of the ACQUIREs that raised it)
+        fewest = min(len(e.path) for e in effects)
+        line = max(e.line for e in effects if len(e.path) == fewest)
+        cand("RELEASE", line, "gives units back", obj)
     pointers = {(m.record, m.name) for m in guess.members if m.element}
     data = [
         a

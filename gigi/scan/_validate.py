@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,10 +51,16 @@ def read_sites(path: str | os.PathLike) -> pa.Table:
         table = pq.read_table(p)
     except (OSError, pa.ArrowInvalid) as e:
         raise ScanError(f"{p}: not a Parquet sites table ({e})") from None
-    return pa.Table.from_batches(
+    checked = pa.Table.from_batches(
         [normalize_batch(b, SITES, path=str(p)) for b in table.to_batches()],
         schema=SITES.arrow_schema,
     )
+    # the scan's own columns (object_expr, amount_expr: what the instrumenter inserts) ride
+    # along, so that the pruned table instruments as the scanned one did
+    for name in table.column_names:
+        if name not in checked.column_names:
+            checked = checked.append_column(table.schema.field(name), table.column(name))
+    return checked
 
 
 def validate(trace, sites: pa.Table, min_share: float | None = None) -> Validation:
@@ -95,10 +102,18 @@ def validate(trace, sites: pa.Table, min_share: float | None = None) -> Validati
     return Validation(sites.filter(mask), rows, by_kind)
 
 
-def write(v: Validation, out: str | os.PathLike) -> None:
-    """OUT/sites.parquet (the pruned table) and OUT/validation.json (every verdict)."""
+def write(v: Validation, out: str | os.PathLike, scanned: str | os.PathLike | None = None) -> None:
+    """OUT/sites.parquet (the pruned table) and OUT/validation.json (every verdict). With
+    SCANNED, the scan's output folder, its resources table and hierarchy are copied beside, so
+    that OUT is a sites folder `gigi-query instrument --sites` takes as it takes a scan's."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    src = Path(scanned) if scanned is not None else None
+    if src is not None and src.is_dir() and src.resolve() != out.resolve():
+        if (src / "resources.parquet").is_file():
+            shutil.copyfile(src / "resources.parquet", out / "resources.parquet")
+        if (src / "hierarchy").is_dir():
+            shutil.copytree(src / "hierarchy", out / "hierarchy", dirs_exist_ok=True)
     tmp = out / "sites.parquet.tmp"
     pq.write_table(v.sites, tmp)
     os.replace(tmp, out / "sites.parquet")

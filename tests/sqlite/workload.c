@@ -1,7 +1,9 @@
 /* Workloads on SQLite for gigi's end-to-end tests and bench, each transaction a task:
  *
- *   workload DB normal SECONDS     one client: point reads and an update per transaction;
- *                                  prints transactions per second
+ *   workload DB normal SECONDS [N] one client: point reads and an update per transaction,
+ *                                  for SECONDS or N transactions; prints transactions per
+ *                                  second and the client thread's CPU microseconds per
+ *                                  transaction (steadier than the rate on a busy machine)
  *   workload DB writers SECONDS    a batch job holds an exclusive write transaction for 0.8
  *                                  of SECONDS while four clients try 2 short writes each
  *
@@ -24,6 +26,12 @@ static double seconds;
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
@@ -103,7 +111,7 @@ static void *client(void *arg) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: workload DB normal|writers SECONDS\n");
+        fprintf(stderr, "usage: workload DB normal|writers SECONDS [N]\n");
         return 2;
     }
     path = argv[1];
@@ -111,9 +119,11 @@ int main(int argc, char **argv) {
     setup();
     if (strcmp(argv[2], "normal") == 0) {
         sqlite3 *db = open_db();
-        double t0 = now();
-        long n = transactions(db, "client: UPDATE t", t0 + seconds, 1L << 62, 1);
-        printf("%.1f\n", n / (now() - t0));
+        double t0 = now(), c0 = cpu_now();
+        long most = argc > 4 ? atol(argv[4]) : 1L << 62;
+        long n = transactions(db, "client: UPDATE t", t0 + seconds, most, 1);
+        double c1 = cpu_now(), t1 = now();
+        printf("%.1f %.2f\n", n / (t1 - t0), (c1 - c0) * 1e6 / (n ? n : 1));
         sqlite3_close(db);
     } else if (strcmp(argv[2], "writers") == 0) {
         pthread_t th[4];
