@@ -612,9 +612,7 @@ def record_postgres(
     ] = "30s",
     interval: Annotated[
         str,
-        typer.Option(
-            help="Time between polls; holds and waits shorter than this may go unseen."
-        ),
+        typer.Option(help="Time between polls; holds and waits shorter than this may go unseen."),
     ] = "10ms",
 ) -> None:
     """Poll PostgreSQL's pg_stat_activity, pg_locks and dead tuples and write them as a
@@ -629,9 +627,10 @@ def record_postgres(
         interval_s=parse_duration(interval, "interval"),
     )
     summary = record(config)
+    per_poll = 1000 * summary.poll_s / max(summary.polls, 1)
     typer.echo(
-        f"{summary.polls} polls in {summary.seconds:.1f} s, {summary.events} events, "
-        f"{summary.segments} segments in {out}"
+        f"{summary.polls} polls in {summary.seconds:.1f} s ({per_poll:.2f} ms each), "
+        f"{summary.events} events, {summary.segments} segments in {out}"
     )
 
 

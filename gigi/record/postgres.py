@@ -49,6 +49,7 @@ class PostgresRecording:
 class RecordSummary:
     polls: int
     seconds: float
+    poll_s: float  # seconds spent in polls (the queries and turning rows into events)
     events: int
     segments: int
     server: str
@@ -235,7 +236,7 @@ def record(config: PostgresRecording, stop: threading.Event | None = None) -> Re
     started = time.monotonic_ns()
     model = PgModel(writer, started, database_oid=int(meta["gigi.pg.database_oid"]))
     poller = _Poller(conn, model, model.database_oid)
-    polls, last_ts = 0, started
+    polls, last_ts, busy = 0, started, 0.0
     next_tables = next_flush = time.monotonic()
     deadline = None if config.duration_s is None else time.monotonic() + config.duration_s
     lost: Exception | None = None
@@ -253,6 +254,7 @@ def record(config: PostgresRecording, stop: threading.Event | None = None) -> Re
                 lost = e
                 break
             polls += 1
+            busy += time.monotonic() - tick
             if tick >= next_flush:
                 writer.flush()
                 next_flush = tick + config.flush_s
@@ -270,7 +272,9 @@ def record(config: PostgresRecording, stop: threading.Event | None = None) -> Re
             f"lost the connection to the server after {seconds:.1f} s ({_one_line(lost)}); "
             f"what was recorded until then is in {config.out}"
         )
-    return RecordSummary(polls, seconds, model.events, writer.segments, meta["gigi.pg.version"])
+    return RecordSummary(
+        polls, seconds, busy, model.events, writer.segments, meta["gigi.pg.version"]
+    )
 
 
 def _on_sigterm(stop: threading.Event):
