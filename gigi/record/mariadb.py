@@ -423,6 +423,11 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
     rec.seconds = time.monotonic() - started
     model.finish(time.monotonic_ns())
     flush(final=True)
+    if writer.segments == 0:
+        rec.notes.append(
+            "nothing was written: no other session held or waited for a lock, so there is no "
+            "trace to read"
+        )
 
 
 def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
