@@ -411,3 +411,38 @@ def test_end_to_end_perf_names_what_the_culprit_executed(tmp_path, capsys):
     assert cli(["diagnose", str(store)]) == 0
     text_out = capsys.readouterr().out
     assert "executing (perf cpu-clock" in text_out and "compact_everything" in text_out
+
+
+def test_a_header_without_clock_id_means_perfs_own_clock(nested, tmp_path, store):
+    """`perf record` without -k mono: the header names no clock id; ingest warns."""
+    text = (PERF / "callgraph.txt").read_text()
+    text = "".join(line for line in text.splitlines(True) if not line.startswith("# clockid"))
+    perf = tmp_path / "perf.txt"
+    perf.write_text(text)
+    assert parsed(perf)[1].clock == "perf"
+    m = ingest(nested, store, perf=perf)
+    assert m.perf["clock"] == "perf"
+    assert any("perf's own clock, not CLOCK_MONOTONIC" in n for n in m.notes)
+
+
+@pytest.mark.parametrize(
+    ("header", "want"),
+    [  # modeled on perf's layout (tests/perf/fields.txt) for events this machine cannot record
+        ("app 1/2 [003] 10.000000001:     100003 cycles:u: ", ("cycles:u", 100003)),
+        (
+            "app 1/2 [003] 10.000000001:      20011 cpu_core/instructions/: ",
+            ("cpu_core/instructions/", 20011),
+        ),
+        (
+            "app 1/2 [003] 10.000000001:          1 sched:sched_switch: prev_comm=app prev_pid=2",
+            ("sched:sched_switch", 1),
+        ),
+    ],
+)
+def test_event_names_with_modifiers_pmus_and_tracepoints(tmp_path, header, want):
+    perf = tmp_path / "perf.txt"
+    perf.write_text(header + "\n\t            1376 db::Table::compact+0x30 (/srv/app/cxx)\n\n")
+    rows, s = parsed(perf)
+    assert [(r[5], r[6], r[1], r[2], r[4], r[0], r[8]) for r in rows] == [
+        (*want, 2, 1, 3, 10_000_000_001, ["db::Table::compact"])
+    ]

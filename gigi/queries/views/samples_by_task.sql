@@ -2,16 +2,23 @@
 -- the innermost task whose span on that thread (task_threads) covers the sample's time.
 -- Samples outside every task's span are left out.
 CREATE VIEW samples_by_task AS
-WITH latest AS (  -- the span that began last on the thread before the sample
-    SELECT s.sample, s.ts, s.thread, tt.task, tt."end" >= s.ts AS covers
+WITH spans AS (
+    SELECT task, thread, start, "end",
+           -- another span on the thread begins inside this one: it may enclose samples that
+           -- the span begun last before them does not cover
+           coalesce(lead(start) OVER (PARTITION BY thread ORDER BY start, "end" DESC) <= "end",
+                    false) AS encloses
+    FROM task_threads
+), latest AS (  -- the span that began last on the thread before the sample
+    SELECT s.sample, s.ts, s.thread, sp.task, sp."end" >= s.ts AS covers
     FROM samples AS s
-    ASOF JOIN task_threads AS tt ON s.thread = tt.thread AND s.ts >= tt.start
-), enclosing AS (  -- it had ended: the innermost span still open around the sample
-    SELECT l.sample, tt.task,
-           row_number() OVER (PARTITION BY l.sample ORDER BY tt.start DESC, tt."end") AS r
+    ASOF JOIN spans AS sp ON s.thread = sp.thread AND s.ts >= sp.start
+), enclosing AS (  -- it had ended: the innermost enclosing span still open around the sample
+    SELECT l.sample, sp.task,
+           row_number() OVER (PARTITION BY l.sample ORDER BY sp.start DESC, sp."end") AS r
     FROM latest AS l
-    JOIN task_threads AS tt
-      ON tt.thread = l.thread AND l.ts BETWEEN tt.start AND tt."end"
+    JOIN spans AS sp
+      ON sp.encloses AND sp.thread = l.thread AND l.ts BETWEEN sp.start AND sp."end"
     WHERE NOT l.covers
 ), picked AS (
     SELECT sample, task FROM latest WHERE covers

@@ -1,6 +1,7 @@
 -- task_threads: one row per task and OS thread it has events on, with the span it covers
 -- there: its first event to the end of its last (a WAIT's end). A task whose events are all on
--- one thread covers that thread from its start to its end (tasks table) when those are wider.
+-- one thread covers that thread from its start to its end (tasks table; a task with a row but
+-- no end runs to the trace end) when those are wider.
 -- Tasks nest (a request inside a job on the same thread): the innermost is the one that began
 -- last.
 CREATE VIEW task_threads AS
@@ -18,10 +19,10 @@ SELECT
     -- thread: OS thread id the task has events on
     p.thread,
     -- start: when the task began on this thread, ns
-    CASE WHEN n.n = 1 THEN least(p.first_ts, coalesce(t.start, p.first_ts))
+    CASE WHEN n.n = 1 AND t.task IS NOT NULL THEN least(p.first_ts, coalesce(t.start, p.first_ts))
          ELSE p.first_ts END AS start,
     -- end: when the task last ran on this thread, ns (trace end for a task still running)
-    CASE WHEN n.n = 1 THEN greatest(p.last_ts, coalesce(t."end", i."end"))
+    CASE WHEN n.n = 1 AND t.task IS NOT NULL THEN greatest(p.last_ts, coalesce(t."end", i."end"))
          ELSE p.last_ts END AS "end",
     -- threads: threads the task has events on
     n.n AS threads
