@@ -3,8 +3,8 @@ while it polls, idle and under a small workload, against the same without it.
 
     .venv/bin/python bench/record_mariadb.py [--seconds 5] [--interval 10ms] [--clients 4]
 
-Starts a private MariaDB (tests/mariadb/server.py; Debian's mariadb-server, installed when
-missing), then runs four phases of --seconds each: idle, idle while recording, the workload
+Starts a private MariaDB (tests/mariadb/mariadb_server.py; Debian's mariadb-server, installed
+when missing), then runs four phases of --seconds each: idle, idle while recording, the workload
 (clients running short transactions: a SELECT and an UPDATE of a random row), the workload
 while recording. The server's CPU share is its user+system time from /proc over the phase's
 wall time (1.0 = one core).
@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "mariadb"))
 
-from server import Server  # noqa: E402
+from mariadb_server import Server  # noqa: E402
 
 from gigi.record._duration import parse_duration  # noqa: E402
 from gigi.record.mariadb import record  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "mariadb"))
 
-from server import Server  # noqa: E402
+from mariadb_server import Server  # noqa: E402
 
 from gigi.cli import main as cli  # noqa: E402
 
@@ -211,7 +211,7 @@ def test_lost_connection_keeps_what_was_recorded(server, tmp_path):
     ],
 )
 def test_bad_dsn_is_one_line(dsn, says, tmp_path, capsys):
-    from server import free_port
+    from mariadb_server import free_port
 
     code = cli(
         [
