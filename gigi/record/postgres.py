@@ -154,17 +154,20 @@ class _Poller:
         self.locks_sql = (SQL / "locks.sql").read_text()
         self.tables_sql = (SQL / "tables.sql").read_text()
 
-    def _rows(self, sql: str) -> list[dict]:
-        cur = self.conn.execute(sql)
+    @staticmethod
+    def _rows(cur) -> list[dict]:
         names = [c.name for c in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def poll(self) -> int:
-        """One poll of activity and locks; returns its time on the recorder's clock."""
+        """One poll of activity and locks (both queries in one round trip); returns its time
+        on the recorder's clock."""
         sent = time.monotonic_ns()
-        activity = self._rows(self.activity_sql)
+        with self.conn.pipeline():
+            activity_cur = self.conn.execute(self.activity_sql)
+            locks_cur = self.conn.execute(self.locks_sql)
         received = time.monotonic_ns()
-        locks = self._rows(self.locks_sql)
+        activity, locks = self._rows(activity_cur), self._rows(locks_cur)
         ts = (sent + received) // 2
         if activity:
             self.clock.observe(sent, received, activity[0]["now"])
@@ -207,7 +210,7 @@ class _Poller:
         return ts
 
     def tables(self) -> None:
-        rows = self._rows(self.tables_sql)
+        rows = self._rows(self.conn.execute(self.tables_sql))
         ts = time.monotonic_ns()
         self.model.tables(ts, [(r["relid"], r["name"], r["n_dead_tup"] or 0) for r in rows])
 
