@@ -2,7 +2,8 @@
 
 Views (each documented column by column in ``gigi/queries/views/<name>.sql``): ``events``,
 ``tasks``, ``resources``, ``sites``, ``holds``, ``waits``, ``outstanding``, ``drops``,
-``trace_info``, ``hold_pairs``, and perf's ``samples``, ``task_threads``, ``samples_by_task``. Named queries live in ``gigi/queries/named/<name>.sql``.
+``trace_info``, ``hold_pairs``, and for perf samples ``samples``, ``task_threads`` and
+``samples_by_task``. Named queries live in ``gigi/queries/named/<name>.sql``.
 
 >>> import tempfile, gigi.probes as gp
 >>> pool = gp.resource("doctest.pool")
