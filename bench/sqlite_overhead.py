@@ -1,15 +1,21 @@
-"""Throughput of SQLite with gigi's probes against SQLite as it is, in one run.
+"""Throughput of SQLite with gigi's probes against SQLite as it is, in one process.
 
-    python bench/sqlite_overhead.py [--seconds 3] [--repeats 5] [--sample PCache=16,...]
+    python bench/sqlite_overhead.py [--rounds 60] [--txns 300] [--sample PCache=16,...]
 
 Fetches SQLite's source from Debian's source packages (tests/sqlite/fetch.py), scans its page
-cache, pager and WAL offline, instruments them (gigi-query instrument), builds both
-amalgamations with SQLite's own build, and runs tests/sqlite/workload.c's normal workload (one
-client: five point reads and an update per transaction) on each, alternating, tracing on for
-the instrumented one (and, with --sample, once more keeping one event in N of the resources
-named, GIGI_SAMPLE). Prints transactions per second (medians), the overheads, events per
-transaction and the share of events dropped. The paper reports 3.7% on average and 7.8% at
-worst; the goal here is under 3%.
+cache, pager, WAL and b-tree offline, and builds with SQLite's own build system:
+
+- as it is;
+- scanned: probes at every site the scan verified (gigi-query instrument);
+- validated: a run of the scanned build is validated (gigi-query validate) and the tree
+  instrumented again with the sites that passed, as a user deploys it.
+
+bench/native/sqlite_ab.c loads two builds as shared libraries into one process and runs
+tests/sqlite/workload.c's normal transaction (five point reads and an update) on each in
+alternating rounds, tracing on: whatever else the machine does falls on both alike. The
+figure is the client thread's CPU time per transaction, probed over plain, per round; printed
+are the median and quartiles of those ratios, events per transaction and the share dropped.
+The paper reports 3.7% on average and 7.8% at worst; the goal here is under 3%.
 """
 
 from __future__ import annotations
@@ -26,73 +32,112 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "sqlite"))
 
-from build import amalgamation, scan_and_instrument, workload  # noqa: E402
+from build import (  # noqa: E402
+    amalgamation,
+    instrument_validated,
+    scan_and_instrument,
+    shared_library,
+)
 from fetch import sqlite_tree  # noqa: E402
 
 from gigi.ingest import ingest  # noqa: E402
+from gigi.probes import native  # noqa: E402
 
 
-def run(binary: Path, db: Path, seconds: float, trace: Path | None, sample: str = "") -> float:
-    for f in db.parent.glob(db.name + "*"):
-        f.unlink()
+def ab_program(work: Path) -> Path:
+    out = work / "sqlite_ab"
+    subprocess.run(
+        [
+            native.compiler(),
+            "-O2",
+            *native.cflags(),
+            str(HERE / "native" / "sqlite_ab.c"),
+            *native.libs(work / "lib"),
+            "-rdynamic",
+            "-ldl",
+            "-o",
+            str(out),
+        ],
+        check=True,
+    )
+    return out
+
+
+def ab(program: Path, plain: Path, probed: Path, work: Path, rounds: int, txns: int,
+       trace: Path, sample: str = "") -> list[float]:
+    """Per round, the probed build's CPU per transaction over the plain one's."""
+    shutil.rmtree(trace, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
-    if trace is not None:
-        shutil.rmtree(trace, ignore_errors=True)
-        env["GIGI_TRACE"] = str(trace)
-        if sample:
-            env["GIGI_SAMPLE"] = sample
+    env["GIGI_TRACE"] = str(trace)
+    if sample:
+        env["GIGI_SAMPLE"] = sample
+    dbs = work / "dbs"
+    dbs.mkdir(exist_ok=True)
     out = subprocess.run(
-        [str(binary), str(db), "normal", str(seconds)],
+        [str(program), str(plain), str(probed), str(dbs), str(rounds), str(txns)],
         env=env,
         capture_output=True,
         text=True,
         check=True,
+    ).stdout
+    pairs = [tuple(map(float, line.split())) for line in out.splitlines() if line.strip()]
+    return [b / a for a, b in pairs]
+
+
+def summary(label: str, ratios: list[float]) -> str:
+    q1, med, q3 = statistics.quantiles(ratios, n=4)
+    return (
+        f"  {label:28s} overhead {med - 1:6.1%}  (quartiles {q1 - 1:.1%} to {q3 - 1:.1%}, "
+        f"{len(ratios)} rounds)"
     )
-    return float(out.stdout.split()[0])
+
+
+def events_line(trace: Path, work: Path, rounds: int, txns: int) -> str:
+    manifest = ingest(trace, work / f"store-{trace.name}")
+    total = manifest.events + manifest.dropped
+    per_txn = total / ((rounds + 1) * txns)  # the warm-up round is traced too (with setup)
+    return (
+        f"      {manifest.events:,} events, about {per_txn:.0f} a transaction, "
+        f"{manifest.dropped / max(total, 1):.2%} dropped"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--sample", default="", help="GIGI_SAMPLE for a third, sampled run")
+    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--txns", type=int, default=300, help="transactions per build per round")
+    ap.add_argument("--sample", default="", help="GIGI_SAMPLE for one more, sampled pass")
     args = ap.parse_args()
     tree = sqlite_tree()
     if tree is None:
         raise SystemExit("SQLite's source cannot be fetched here (needs apt with deb-src)")
     work = Path(tempfile.mkdtemp(prefix="gigi-sqlite-overhead-"))
     try:
-        _, probed = scan_and_instrument(tree, work / "scan")
-        plain = workload(amalgamation(tree, work / "plain"), work / "plain.bin", work / "lib")
-        instr = workload(
-            amalgamation(tree, work / "probed", probed), work / "probed.bin", work / "lib"
+        sites, scanned_src = scan_and_instrument(tree, work / "scan")
+        plain = shared_library(amalgamation(tree, work / "plain"), work / "plain.so")
+        scanned = shared_library(
+            amalgamation(tree, work / "scanned", scanned_src), work / "scanned.so"
         )
-        db, trace = work / "bench.db", work / "trace"
-        base, probe, sampled = [], [], []
-        for _ in range(args.repeats):
-            base.append(run(plain, db, args.seconds, None))
-            probe.append(run(instr, db, args.seconds, trace))
-            if args.sample:
-                sampled.append(run(instr, db, args.seconds, work / "sampled", args.sample))
-        b, p = statistics.median(base), statistics.median(probe)
-        manifest = ingest(trace, work / "store")
-        txns = p * args.seconds
-        print(f"SQLite normal workload, {args.seconds:g} s runs, medians of {args.repeats}")
-        for label, median, runs in (("as it is", b, base), ("instrumented", p, probe)):
-            listed = ", ".join(f"{x:,.0f}" for x in runs)
-            print(f"  {label + ':':14s} {median:10,.0f} transactions/s  (runs: {listed})")
-        print(f"  overhead:      {1 - p / b:10.1%}")
-        if sampled:
-            q = statistics.median(sampled)
-            listed = ", ".join(f"{x:,.0f}" for x in sampled)
-            print(f"  sampled ({args.sample}): {q:,.0f} transactions/s  (runs: {listed})")
-            print(f"  overhead sampled: {1 - q / b:7.1%}")
-        total = manifest.events + manifest.dropped
+        program = ab_program(work)
+        # a short run of the scanned build is the validation run
+        training = work / "trace-training"
+        ab(program, plain, scanned, work, 3, 300, training)
+        _, valid_src = instrument_validated(tree, sites, training, work / "valid")
+        validated = shared_library(
+            amalgamation(tree, work / "validated", valid_src), work / "validated.so"
+        )
         print(
-            f"  last instrumented run: {manifest.events:,} events "
-            f"({total / txns:.0f} a transaction, {total / args.seconds / 1e6:.2f} M/s), "
-            f"{manifest.dropped / max(total, 1):.2%} dropped"
+            f"SQLite normal workload: {args.rounds} rounds of {args.txns} transactions a build, "
+            "alternating in one process; client thread CPU a transaction, probed / plain"
         )
+        runs = [("validated sites", validated, ""), ("scanned sites", scanned, "")]
+        if args.sample:
+            runs.append((f"validated, {args.sample}", validated, args.sample))
+        for label, probed, sample in runs:
+            trace = work / f"trace-{len(label)}"
+            ratios = ab(program, plain, probed, work, args.rounds, args.txns, trace, sample)
+            print(summary(label, ratios))
+            print(events_line(trace, work, args.rounds, args.txns))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

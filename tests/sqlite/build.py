@@ -65,6 +65,40 @@ def amalgamation(tree: Path, work: Path, replace: Path | None = None) -> Path:
     return build / "sqlite3.c"
 
 
+def shared_library(sqlite3_c: Path, out: Path) -> Path:
+    """The amalgamation as a shared library bound to itself (-Bsymbolic), so that two builds
+    load side by side in one process (bench/native/sqlite_ab.c)."""
+    _run(
+        [
+            native.compiler(),
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-DSQLITE_THREADSAFE=1",
+            *native.cflags(),
+            str(sqlite3_c),
+            "-o",
+            str(out),
+            "-Wl,-Bsymbolic",
+            "-lm",
+        ],
+        sqlite3_c.parent,
+    )
+    return out
+
+
+def instrument_validated(tree: Path, sites: Path, trace: Path, work: Path) -> tuple[Path, Path]:
+    """Validate SITES by TRACE (a run of the scanned build) and instrument the same files again
+    with the sites that passed: WORK/sites and WORK/probed."""
+    from gigi.scan._validate import read_sites, validate, write
+
+    commands = prepare(tree)
+    write(validate(trace, read_sites(sites)), work / "sites", sites)
+    sub = link_files(tree, END_TO_END, work / "src")
+    instrument(sub, work / "sites", work / "probed", compile_commands=commands)
+    return work / "sites", work / "probed"
+
+
 def workload(sqlite3_c: Path, out: Path, lib_dir: Path) -> Path:
     """tests/sqlite/workload.c linked with the amalgamation and the native runtime."""
     cc = native.compiler()
