@@ -78,7 +78,8 @@ class TraceWriter:
                 values = [r.get(col.name, col.default) for r in rows]
                 columns[col.name] = values
             batch = pa.RecordBatch.from_pydict(columns, schema=schema)
-            path = self.trace / f"{self.writer.split()[0]}-{os.getpid()}-{next(self._seq):06d}-{name}.arrows"
+            stem = f"{self.writer.split()[0]}-{os.getpid()}-{next(self._seq):06d}"
+            path = self.trace / f"{stem}-{name}.arrows"
             sink = pa.BufferOutputStream()
             with ipc.new_stream(sink, schema) as w:
                 w.write_batch(batch)
