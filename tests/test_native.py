@@ -4,6 +4,7 @@ counted exactly; off means no trace; a fork gives two processes of their own."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -119,7 +120,7 @@ def test_timestamps_are_the_callers_monotonic_clock(program, tmp_path, clock):
     start, end = rows(con, "SELECT start, \"end\" FROM tasks WHERE name = 'sleeper'")[0]
     assert before <= start <= wait_ts and acquires[-1][0] <= end <= after
     assert 50e6 <= wait_dur < 50e6 + 10e6
-    gaps = [b[0] - a[0] for a, b in zip(acquires, acquires[1:])]
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(acquires)]
     assert len(gaps) == 2 and all(20e6 <= g < 20e6 + 10e6 for g in gaps), gaps
     assert wait_ts + wait_dur <= acquires[0][0]
 

@@ -6,7 +6,9 @@
 --   pool's units, far longer than a typical hold, while others wait for units (worker slots
 --   kept by idle connections), or units are acquired and released again and again with
 --   almost no use in between (cache entries invalidated before they are ever hit); churn is
---   not judged for a resource whose sites include no USE (nothing there records use).
+--   not judged for a resource whose sites include no USE (nothing there records use), and a
+--   unit its holder used while holding it counts as used whatever resource's name the USE
+--   carries (a page the pager hands its caller is the page cache's unit all the same).
 -- param policy_max_utilization: a holder's used / held units of an object stay below this (default 0.2)
 -- param policy_min_blame: others' wait blamed on such holds, share of the trace (default 0.05)
 -- param policy_min_uses_elsewhere: USEs of other objects the idle holder must make (default 10)
@@ -116,6 +118,20 @@ WITH blamed AS (
 ), churners AS (
     SELECT e.resource, e.task, count(*) AS acquires
     FROM events AS e WHERE e.kind = 1 GROUP BY ALL
+), churn_holds AS (
+    -- holds of churning resources, and whether their task used the object while holding it,
+    -- under any resource's name; objects 0 (the resource as a whole) say nothing of a unit
+    SELECT h.resource, h.task, h.object, h.acquire_ts, h.release_ts
+    FROM holds AS h JOIN metrics_resources AS m USING (resource)
+    WHERE m.acquire_rate_per_s >= getvariable('policy_min_churn')
+        AND m.used < getvariable('policy_max_churn_use') * m.acquired
+        AND h.object <> 0 AND h.release_ts IS NOT NULL
+), churn_used AS (
+    SELECT c.resource, count(*) AS used_holds
+    FROM churn_holds AS c
+    SEMI JOIN events AS e ON e.kind = 2 AND e.task = c.task AND e.object = c.object
+        AND e.ts BETWEEN c.acquire_ts AND c.release_ts
+    GROUP BY c.resource
 ), churn_findings AS (
     SELECT
         m.resource,
@@ -142,6 +158,9 @@ WITH blamed AS (
         AND (m.uses > 0
              OR NOT EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource)
              OR EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource AND s.kind = 2))
+        AND coalesce((SELECT u.used_holds FROM churn_used AS u WHERE u.resource = m.resource), 0)
+            < getvariable('policy_max_churn_use')
+              * (SELECT count(*) FROM churn_holds AS c WHERE c.resource = m.resource)
 )
 SELECT * FROM idle_findings
 UNION ALL
