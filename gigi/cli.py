@@ -590,7 +590,15 @@ record_app = typer.Typer(
 )
 app.add_typer(record_app, name="record")
 
-# `record postgres` and `record mariadb` are defined in gigi/record/ and registered here.
+# what every recorder takes besides its DSN
+RecordOut = Annotated[Path, typer.Option(help="Trace directory to write (created if missing).")]
+RecordDuration = Annotated[
+    str, typer.Option(help="How long to record (30s, 2m); Ctrl-C or SIGTERM end it sooner.")
+]
+RecordInterval = Annotated[
+    str,
+    typer.Option(help="Time between polls; a lock held or waited for less may go unseen."),
+]
 
 
 @record_app.command(
@@ -606,14 +614,9 @@ def record_postgres(
             "superuser) to see other sessions. Their SQL text goes into the trace."
         ),
     ],
-    out: Annotated[Path, typer.Option(help="Trace directory to write.")],
-    duration: Annotated[
-        str, typer.Option(help="How long to record (30s, 2m); Ctrl-C or SIGTERM stop sooner.")
-    ] = "30s",
-    interval: Annotated[
-        str,
-        typer.Option(help="Time between polls; holds and waits shorter than this may go unseen."),
-    ] = "10ms",
+    out: RecordOut,
+    duration: RecordDuration = "30s",
+    interval: RecordInterval = "10ms",
 ) -> None:
     """Poll PostgreSQL's pg_stat_activity, pg_locks and dead tuples and write them as a
     trace: transactions are tasks, locks and dead tuples resources."""
@@ -647,14 +650,9 @@ def record_mariadb(
             "user needs SELECT and UPDATE on performance_schema, and PROCESS for row locks."
         ),
     ],
-    out: Annotated[Path, typer.Option(help="Trace directory to write (created if missing).")],
-    duration: Annotated[
-        str, typer.Option(help="How long to record (10s, 2m); Ctrl-C or SIGTERM ends it sooner.")
-    ] = "30s",
-    interval: Annotated[
-        str,
-        typer.Option(help="Time between polls; a lock held for less may be missed."),
-    ] = "10ms",
+    out: RecordOut,
+    duration: RecordDuration = "30s",
+    interval: RecordInterval = "10ms",
 ) -> None:
     """Poll a MariaDB or MySQL server's performance_schema (metadata locks, waits, statements,
     transactions, threads) and InnoDB lock waits, and write them as a trace: locks become

@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from debian import apt_install, free_port  # noqa: E402,F401
 
 
 class ServerError(RuntimeError):
@@ -30,24 +33,11 @@ def binaries() -> tuple[str, str]:
 
     server, install = find()
     if server is None or install is None:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
-        done = subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "mariadb-server"],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+        err = apt_install("mariadb-server")
         server, install = find()
         if server is None or install is None:
-            raise ServerError(f"cannot install mariadb-server:\n{done.stderr[-2000:]}")
+            raise ServerError(f"cannot install mariadb-server:\n{err}")
     return server, install
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

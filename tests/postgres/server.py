@@ -10,11 +10,14 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from debian import apt_install, free_port  # noqa: E402,F401
 
 USER = "postgres"
 
@@ -43,17 +46,10 @@ def bindir() -> Path:
     """The directory of initdb and pg_ctl, installing Debian's postgresql when there is none."""
     found = _bindir()
     if found is None:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
-        done = subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "postgresql"],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+        err = apt_install("postgresql")
         found = _bindir()
         if found is None:
-            raise ServerError(f"cannot install postgresql:\n{done.stderr[-2000:]}")
+            raise ServerError(f"cannot install postgresql:\n{err}")
     return found
 
 
@@ -69,12 +65,6 @@ def _user() -> pwd.struct_passwd:
         if done.returncode != 0:
             raise ServerError(f"cannot create user {USER}: {done.stderr.strip()}") from None
         return pwd.getpwnam(USER)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
