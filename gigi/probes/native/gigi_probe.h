@@ -12,7 +12,8 @@
  *
  * Environment: GIGI_TRACE (trace directory), GIGI_INTERVAL_MS, GIGI_RING_RECORDS (records per
  * thread, a power of two, default 16384: 1 MiB a thread), GIGI_SAMPLE (name=N,... : keep one
- * event in N of those resources).
+ * event in N of those resources), GIGI_CLOCK=monotonic (stamp with clock_gettime, not the
+ * TSC; the trace holds CLOCK_MONOTONIC ns either way).
  *
  * Build: cc -I$(gigi-query probes cflags) ... gigi_probe.c -lpthread (see `gigi-query probes
  * cflags` and `gigi-query probes libs`). C11 and pthreads, nothing else.
