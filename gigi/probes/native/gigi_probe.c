@@ -103,11 +103,10 @@ static struct {
 static pthread_key_t ring_key;
 /* initial-exec: a thread-local is one load off the thread pointer, not a call (the runtime
  * is linked into the program, or into a library the program loads at start-up) */
-#define TLS _Thread_local __attribute__((tls_model("initial-exec")))
-static TLS ring_t *my_ring;
-static TLS int64_t cur_task;
-static TLS int64_t task_stack[MAX_TASK_DEPTH][2]; /* task, the one it replaced */
-static TLS int task_depth;
+static GIGI_TLS_IE ring_t *my_ring;
+static GIGI_TLS_IE int64_t cur_task;
+static GIGI_TLS_IE int64_t task_stack[MAX_TASK_DEPTH][2]; /* task, the one it replaced */
+static GIGI_TLS_IE int task_depth;
 /* the open scopes, (rid << 2 | kind) + 1 each: the header's inline functions keep them */
 GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
 GIGI_TLS_IE int gigi_nscopes_;
@@ -379,13 +378,6 @@ void gigi_wait_end_(int64_t token) {
     atomic_store_explicit(&r->nwaits, (int)token - 1, memory_order_release);
     put(r, &rec);
 }
-
-/* --- one event per call path ------------------------------------------------------------ */
-
-/* The scopes' entry points for code that cannot inline the header's (other languages). */
-int gigi_scope_enter_(int32_t rid, int kind) { return gigi_scope_enter(rid, kind); }
-void gigi_scope_leave_(int token) { gigi_scope_leave(&token); }
-int gigi_scope_outermost_(int token) { return gigi_scope_outermost(token); }
 
 /* --- registries --------------------------------------------------------------------------- */
 

@@ -129,9 +129,6 @@ static inline void gigi_wait_cleanup(int64_t *token) { gigi_wait_end(*token); }
 /* The open scopes of the thread, kept inline: a scope costs a few instructions, no call. */
 extern GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
 extern GIGI_TLS_IE int gigi_nscopes_;
-int gigi_scope_enter_(int32_t rid, int kind);
-void gigi_scope_leave_(int token);
-int gigi_scope_outermost_(int token);
 /* A token is the scope's depth + 1 (0: not tracked). */
 static inline int gigi_scope_enter(int32_t rid, int kind) {
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
