@@ -118,15 +118,27 @@ WITH blamed AS (
 ), churners AS (
     SELECT e.resource, e.task, count(*) AS acquires
     FROM events AS e WHERE e.kind = 1 GROUP BY ALL
-), churn_holds AS (
-    -- holds of churning resources, and whether their task used the object while holding it,
-    -- under any resource's name; objects 0 (the resource as a whole) say nothing of a unit
-    SELECT h.resource, h.task, h.object, h.acquire_ts, h.release_ts
-    FROM holds AS h JOIN metrics_resources AS m USING (resource)
+), churning AS (
+    -- resources handed out again and again with next to nothing used under their own name
+    SELECT m.*
+    FROM metrics_resources AS m
     WHERE m.acquire_rate_per_s >= getvariable('policy_min_churn')
         AND m.used < getvariable('policy_max_churn_use') * m.acquired
-        AND h.object <> 0 AND h.release_ts IS NOT NULL
+        AND m.released >= 0.5 * m.acquired
+        -- use unknown is not no use: a resource whose sites were found by a scan, none of
+        -- them a USE, may well be used where nothing records it
+        AND (m.uses > 0
+             OR NOT EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource)
+             OR EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource AND s.kind = 2))
+), churn_holds AS (
+    -- their ended holds of one object (object 0, the resource as a whole, says nothing of a
+    -- unit)
+    SELECT h.resource, h.task, h.object, h.acquire_ts, h.release_ts
+    FROM holds AS h SEMI JOIN churning AS c USING (resource)
+    WHERE h.object <> 0 AND h.release_ts IS NOT NULL
 ), churn_used AS (
+    -- of those, the holds whose holder used the object while holding it, under any
+    -- resource's name
     SELECT c.resource, count(*) AS used_holds
     FROM churn_holds AS c
     SEMI JOIN events AS e ON e.kind = 2 AND e.task = c.task AND e.object = c.object
@@ -149,18 +161,10 @@ WITH blamed AS (
         printf('%s handed out %.0f units a second that were released again with %.1f%% of them ever used',
                m.resource, m.acquire_rate_per_s, 100 * m.used / greatest(m.acquired, 1))
             AS summary
-    FROM metrics_resources AS m
-    WHERE m.acquire_rate_per_s >= getvariable('policy_min_churn')
-        AND m.used < getvariable('policy_max_churn_use') * m.acquired
-        AND m.released >= 0.5 * m.acquired
-        -- use unknown is not no use: a resource whose sites were found by a scan, none of
-        -- them a USE, may well be used where nothing records it
-        AND (m.uses > 0
-             OR NOT EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource)
-             OR EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource AND s.kind = 2))
-        AND coalesce((SELECT u.used_holds FROM churn_used AS u WHERE u.resource = m.resource), 0)
-            < getvariable('policy_max_churn_use')
-              * (SELECT count(*) FROM churn_holds AS c WHERE c.resource = m.resource)
+    FROM churning AS m
+    WHERE coalesce((SELECT u.used_holds FROM churn_used AS u WHERE u.resource = m.resource), 0)
+        < getvariable('policy_max_churn_use')
+          * (SELECT count(*) FROM churn_holds AS c WHERE c.resource = m.resource)
 )
 SELECT * FROM idle_findings
 UNION ALL
