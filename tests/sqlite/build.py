@@ -14,6 +14,8 @@ from fetch import SUBSET, link_files, prepare
 from gigi.probes import native
 from gigi.scan import scan, write
 from gigi.scan._instrument import instrument
+from gigi.scan._validate import read_sites, validate
+from gigi.scan._validate import write as write_validated
 
 HERE = Path(__file__).resolve().parent
 
@@ -32,10 +34,22 @@ END_TO_END = (*SUBSET, "src/btree.c")
 def scan_and_instrument(tree: Path, work: Path) -> tuple[Path, Path]:
     """Scan END_TO_END offline; write the sites to WORK/sites and the instrumented files to
     WORK/probed. Returns both folders."""
-    commands = prepare(tree)
     sub = link_files(tree, END_TO_END, work / "src")
-    write(scan(sub, compile_commands=commands), work / "sites")
-    instrument(sub, work / "sites", work / "probed", compile_commands=commands)
+    write(scan(sub, compile_commands=prepare(tree)), work / "sites")
+    return _instrument(tree, work)
+
+
+def instrument_validated(tree: Path, sites: Path, trace: Path, work: Path) -> tuple[Path, Path]:
+    """Validate SITES by TRACE (a run of the scanned build) and instrument the same files again
+    with the sites that passed: WORK/sites and WORK/probed."""
+    write_validated(validate(trace, read_sites(sites)), work / "sites", sites)
+    return _instrument(tree, work)
+
+
+def _instrument(tree: Path, work: Path) -> tuple[Path, Path]:
+    """END_TO_END instrumented with the sites in WORK/sites into WORK/probed."""
+    sub = link_files(tree, END_TO_END, work / "src")
+    instrument(sub, work / "sites", work / "probed", compile_commands=prepare(tree))
     return work / "sites", work / "probed"
 
 
@@ -85,18 +99,6 @@ def shared_library(sqlite3_c: Path, out: Path) -> Path:
         sqlite3_c.parent,
     )
     return out
-
-
-def instrument_validated(tree: Path, sites: Path, trace: Path, work: Path) -> tuple[Path, Path]:
-    """Validate SITES by TRACE (a run of the scanned build) and instrument the same files again
-    with the sites that passed: WORK/sites and WORK/probed."""
-    from gigi.scan._validate import read_sites, validate, write
-
-    commands = prepare(tree)
-    write(validate(trace, read_sites(sites)), work / "sites", sites)
-    sub = link_files(tree, END_TO_END, work / "src")
-    instrument(sub, work / "sites", work / "probed", compile_commands=commands)
-    return work / "sites", work / "probed"
 
 
 def workload(sqlite3_c: Path, out: Path, lib_dir: Path) -> Path:
