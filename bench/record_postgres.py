@@ -22,7 +22,6 @@ import os
 import random
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from tests.postgres.server import Server  # noqa: E402
+from tests.postgres.server import Server, recorder  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -89,26 +88,7 @@ def phase(srv, seconds, interval, clients, recording, out):
     ]
     proc = backend = None
     if recording:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gigi.cli",
-                "record",
-                "postgres",
-                "--dsn",
-                srv.dsn,
-                "--duration",
-                "1h",
-                "--interval",
-                interval,
-                "--out",
-                str(out),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = recorder(srv.dsn, out, "1h", interval)
         deadline = time.monotonic() + 30
         while (backend := recorder_backend(srv)) is None and time.monotonic() < deadline:
             time.sleep(0.05)

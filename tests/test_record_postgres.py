@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,10 +17,9 @@ import pytest
 
 from gigi.cli import main as cli
 from tests.postgres.server import Server
+from tests.postgres.server import recorder as recorder_process
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -67,27 +65,7 @@ def task_of(names: dict[int, str], pid: int, statement: str) -> int:
 
 def start_recorder(server: Server, trace: Path) -> subprocess.Popen:
     """`gigi-query record postgres` in a process of its own, until SIGTERM."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gigi.cli",
-            "record",
-            "postgres",
-            "--dsn",
-            server.dsn,
-            "--duration",
-            "120s",
-            "--interval",
-            "10ms",
-            "--out",
-            str(trace),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = recorder_process(server.dsn, trace, "120s", "10ms")
     # its first poll flushes a segment
     wait_until(
         "the recorder's first segment",

@@ -197,3 +197,16 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[-1][:1] != "Z"
     except OSError:
         return True
+
+
+def recorder(dsn: str, out: Path, duration: str, interval: str) -> subprocess.Popen:
+    """`gigi-query record postgres` in a process of its own, as a user runs it (in the
+    caller's process it would share the GIL with the caller's sessions); SIGTERM stops it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "gigi.cli", "record", "postgres", "--dsn", dsn]
+        + ["--duration", duration, "--interval", interval, "--out", str(out)],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
