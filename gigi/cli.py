@@ -397,6 +397,52 @@ def diagnose(
         typer.echo(text)
 
 
+@app.command(
+    epilog="Example: gigi-query report gigi-store --html report.html --source ./src   "
+    "(then open report.html in a browser)"
+)
+def report(
+    target: Target,
+    html: Annotated[
+        Path, typer.Option(help="Write the page to FILE (one self-contained file).", metavar="FILE")
+    ],
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            help="Root the sites' relative file paths are relative to: the lines around each "
+            "site are copied into the page (so it holds that code). Without it the page says "
+            "'source not available'.",
+            metavar="DIR",
+        ),
+    ] = None,
+    sites: Annotated[
+        Path | None,
+        typer.Option(
+            help="Sites table (Parquet or Arrow) to name code with, instead of the trace's."
+        ),
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Report findings scoring at least this (0-1).")
+    ] = 0.5,
+    trace: TraceOpt = None,
+    param: ParamOpt = None,
+) -> None:
+    """Write the diagnosis as one HTML page: the ranked findings, each with a plot of
+    outstanding, waiting and acquire rate over time with the culprits' holds marked, and the
+    sites with their code; no network needed to view it."""
+    from gigi.diagnosis import diagnose as run_diagnose
+    from gigi.report import ReportConfig, render
+
+    if source is not None and not source.is_dir():
+        raise GigiError(f"--source {source}: no such directory")
+    entry = _open(target, trace)
+    params = {k: _float(k, v) for k, v in _params(param).items()}
+    d = run_diagnose(entry, sites=sites, threshold=threshold, params=params)
+    page = render(d, ReportConfig(source=source))
+    html.write_text(page, encoding="utf-8")
+    typer.echo(f"wrote {html} ({len(page.encode()):,} bytes, {len(d.findings)} findings)")
+
+
 def _float(name: str, value: str) -> float:
     try:
         return float(value)
