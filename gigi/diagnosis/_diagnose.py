@@ -72,7 +72,7 @@ class Diagnosis:
     events: int
     dropped: int
     findings: list[Finding]
-    entry: StoreEntry
+    entry: StoreEntry | None
     con: object = field(repr=False, default=None)
     stages: Stages = field(repr=False, default_factory=Stages)
 
@@ -86,23 +86,63 @@ class Diagnosis:
         }
 
 
-def _run_detector(con, det: Detector) -> list[Finding]:
-    import duckdb
+class DuckDBEngine:
+    """The diagnosis's access to one trace through a DuckDB connection (a store entry, or a
+    lake read in place); ``gigi.lake`` has the Spark twin. SQL handed to ``rows`` is in
+    DuckDB's dialect."""
 
-    try:
-        rel = con.sql(det.sql)
-    except duckdb.Error as e:
-        raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
-    missing = [c for c in COLUMNS if c not in rel.columns]
+    name = "duckdb"
+
+    def __init__(self, con) -> None:
+        self.con = con
+
+    def set_params(self, values: dict[str, float]) -> None:
+        for name, value in values.items():
+            self.con.execute(f"SET VARIABLE {name} = {float(value)!r}")
+
+    def compute_metrics(self, stages: Stages) -> None:
+        from gigi.diagnosis._metrics import compute
+
+        compute(self.con, stages)
+
+    def rows(self, sql: str) -> list[tuple]:
+        return self.con.execute(sql).fetchall()
+
+    def detector(self, det: Detector) -> list[tuple]:
+        import duckdb
+
+        try:
+            rel = self.con.sql(det.sql)
+        except duckdb.Error as e:
+            raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
+        check_columns(det, rel.columns)
+        try:
+            return rel.select(*COLUMNS).fetchall()
+        except duckdb.Error as e:
+            raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
+
+    def register_sites(self, table: pa.Table) -> str:
+        self.con.register("sites_given", table)
+        return "sites_given"
+
+    def has_samples(self) -> bool:
+        return has_samples(self.con)
+
+    def executing(self, f: Finding) -> dict:
+        return executing(self.con, f.resource, f.culprit_tasks, f.victim_tasks)
+
+
+def check_columns(det: Detector, columns: list[str]) -> None:
+    missing = [c for c in COLUMNS if c not in columns]
     if missing:
         raise DetectorError(
             f"{det.path}: the query returns no column(s) {', '.join(missing)}; "
             f"a detector returns {', '.join(COLUMNS)}"
         )
-    try:
-        rows = rel.select(*COLUMNS).fetchall()
-    except duckdb.Error as e:
-        raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
+
+
+def findings_of(det: Detector, rows: list[tuple]) -> list[Finding]:
+    """A detector's rows (in ``COLUMNS`` order) as findings."""
     out = []
     for row in rows:
         resource, score, culprits, victims, evidence, summary = row
@@ -129,6 +169,14 @@ def _run_detector(con, det: Detector) -> list[Finding]:
     return out
 
 
+def _sql_list(values) -> str:
+    return ", ".join(str(int(v)) for v in values)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _dedupe(findings: list[Finding]) -> list[Finding]:
     """One finding per resource: the most specific; the others are named in its evidence."""
     by_resource: dict[str, list[Finding]] = {}
@@ -153,7 +201,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
-def _link(con, findings: list[Finding]) -> None:
+def _link(engine, findings: list[Finding]) -> None:
     """Set each finding's cause: a root finding on another resource that its top culprit
     acquires or releases (purge releasing undo records while it floods the buffer pool)."""
     for f in findings:
@@ -162,9 +210,9 @@ def _link(con, findings: list[Finding]) -> None:
         top = f.culprit_tasks[0]
         touched = {
             r
-            for (r,) in con.execute(
-                "SELECT DISTINCT resource FROM events WHERE task = ? AND kind IN (1, 3)", [top]
-            ).fetchall()
+            for (r,) in engine.rows(
+                f"SELECT DISTINCT resource FROM events WHERE task = {int(top)} AND kind IN (1, 3)"
+            )
         }
         causes = [
             g
@@ -221,7 +269,7 @@ def _load_sites(path: Path) -> pa.Table:
     return pa.Table.from_batches([normalize_batch(table, SITES, path=str(path))])
 
 
-def _sites(con, f: Finding, sites_view: str) -> list[dict]:
+def _sites(engine, f: Finding, sites_view: str) -> list[dict]:
     rows = []
     for role, tasks, kinds in (
         ("culprit", f.culprit_tasks[:5], (1, 2, 3)),
@@ -229,6 +277,15 @@ def _sites(con, f: Finding, sites_view: str) -> list[dict]:
     ):
         if not tasks:
             continue
+        found = engine.rows(
+            f"""
+            SELECT s.file, s.line, s.function, e.kind, count(*) AS n
+            FROM events e JOIN {sites_view} s ON s.site = e.site
+            WHERE e.resource = {_quote(f.resource)} AND e.task IN ({_sql_list(tasks)})
+              AND e.kind IN ({_sql_list(kinds)}) AND s.file IS NOT NULL
+            GROUP BY s.file, s.line, s.function, e.kind
+            ORDER BY n DESC, s.file, s.line, s.function, e.kind LIMIT 3"""
+        )
         rows += [
             dict(
                 zip(
@@ -237,20 +294,12 @@ def _sites(con, f: Finding, sites_view: str) -> list[dict]:
                     strict=True,
                 )
             )
-            for r in con.execute(
-                f"""
-            SELECT s.file, s.line, s.function, e.kind, count(*) AS n
-            FROM events e JOIN {sites_view} s ON s.site = e.site
-            WHERE e.resource = ? AND e.task IN (SELECT unnest(?::BIGINT[]))
-              AND e.kind IN (SELECT unnest(?::UTINYINT[])) AND s.file IS NOT NULL
-            GROUP BY ALL ORDER BY n DESC LIMIT 3""",
-                [f.resource, tasks, list(kinds)],
-            ).fetchall()
+            for r in found
         ]
     return rows
 
 
-def _memory_limit() -> str:
+def memory_limit() -> str:
     """DuckDB's share of the machine for a diagnosis: 40% of physical memory (at least 2 GB);
     the kernels' arrays live beside it. Beyond it DuckDB spills to disk."""
     try:
@@ -274,39 +323,61 @@ def diagnose(
     ``sites`` names a sites table (Parquet or Arrow) to use instead of the trace's own;
     ``detectors`` adds folders of .sql detectors; ``params`` overrides detector parameters.
     """
-    from gigi.diagnosis._metrics import compute
     from gigi.queries import connect
 
     entry = target if isinstance(target, StoreEntry) else locate(target, trace)
+    dets = load_detectors(detectors, params)
+    con = connect(entry, memory_limit=memory_limit(), keep_order=False)
+    m = entry.manifest
+    d = run(DuckDBEngine(con), dets, params, threshold=threshold, sites=sites)
+    d.trace, d.events, d.dropped, d.entry, d.con = m.trace_id, m.events, m.dropped, entry, con
+    return d
+
+
+def load_detectors(
+    detectors: list[str | os.PathLike] | None, params: dict[str, float] | None
+) -> list[Detector]:
+    """The built-in detectors and those of ``detectors``; ``params`` must name their
+    parameters."""
     dets = load([Path(d) for d in detectors or []])
     known = {p for d in dets for p in d.params}
     for name in params or {}:
         if name not in known:
             raise DetectorError(f"no detector parameter {name!r}{did_you_mean(name, known)}")
-    con = connect(entry, memory_limit=_memory_limit(), keep_order=False)
+    return dets
+
+
+def run(
+    engine,
+    dets: list[Detector],
+    params: dict[str, float] | None,
+    *,
+    threshold: float = 0.5,
+    sites: str | os.PathLike | None = None,
+) -> Diagnosis:
+    """Metrics, detectors, ranking, chains and sites over the trace behind ``engine``
+    (``DuckDBEngine``, or the Spark one of ``gigi.lake``); the caller fills in the trace's
+    id and counts."""
     values = {p.name: p.default for d in dets for p in d.params.values()}
     values.update({k: float(v) for k, v in (params or {}).items()})
-    for name, value in values.items():
-        con.execute(f"SET VARIABLE {name} = {float(value)!r}")
+    engine.set_params(values)
     stages = Stages()
-    compute(con, stages)
+    engine.compute_metrics(stages)
     findings = []
     for det in dets:
         with stages(f"detector {det.name}"):
-            findings += _run_detector(con, det)
+            findings += findings_of(det, engine.detector(det))
     with stages("rank, link and sites"):
         findings = _dedupe([f for f in findings if f.score >= threshold])
-        _link(con, findings)
+        _link(engine, findings)
         ranked = _rank(findings)
         sites_view = "sites"
         if sites is not None:
-            con.register("sites_given", _load_sites(Path(sites)))
-            sites_view = "sites_given"
+            sites_view = engine.register_sites(_load_sites(Path(sites)))
         for f in ranked:
-            f.sites = _sites(con, f, sites_view)
-    if has_samples(con):
+            f.sites = _sites(engine, f, sites_view)
+    if engine.has_samples():
         with stages("what the culprits executed (perf samples)"):
             for f in ranked:
-                f.executing = executing(con, f.resource, f.culprit_tasks, f.victim_tasks)
-    m = entry.manifest
-    return Diagnosis(m.trace_id, m.events, m.dropped, ranked, entry, con, stages)
+                f.executing = engine.executing(f)
+    return Diagnosis("", 0, 0, ranked, None, None, stages)

@@ -39,7 +39,7 @@ def _bindings(entry: StoreEntry) -> dict[str, str]:
     base = entry.path
 
     def files(sub: str) -> str:
-        return _literal(str(base / sub))
+        return f"read_parquet({_literal(str(base / sub))})"
 
     return {
         "events": files("events/*.parquet"),
@@ -48,7 +48,7 @@ def _bindings(entry: StoreEntry) -> dict[str, str]:
         "resources": files("resources.parquet"),
         "sites": files("sites.parquet"),
         # a relation, not a path: entries ingested before samples existed have no file
-        "samples": f"read_parquet({files('samples.parquet')})"
+        "samples": files("samples.parquet")
         if (base / "samples.parquet").is_file()
         else "_no_samples",
         "trace_id": _literal(m.trace_id),
@@ -75,16 +75,35 @@ def connect(
     rows of queries without ORDER BY in any order, for less memory (the diagnosis sorts what
     it needs).
     """
+    entry = target if isinstance(target, StoreEntry) else locate(target, trace)
+    return connect_bindings(
+        _bindings(entry),
+        entry.path,
+        variables=variables,
+        memory_limit=memory_limit,
+        keep_order=keep_order,
+    )
+
+
+def connect_bindings(
+    bindings: dict[str, str],
+    allowed: Path,
+    *,
+    variables: dict[str, object] | None = None,
+    memory_limit: str = "2GB",
+    keep_order: bool = True,
+):
+    """``connect``'s work, with the views' ``{{name}}`` placeholders bound to ``bindings``
+    (relations such as ``read_parquet('...')``, and literals) and reads confined to the
+    directory ``allowed``."""
     import duckdb
 
-    entry = target if isinstance(target, StoreEntry) else locate(target, trace)
     # spill beyond the memory limit into the system's temp dir, not the caller's cwd
     spill = os.path.join(tempfile.gettempdir(), f"gigi-duckdb-{os.getuid()}")
     con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
     con.execute("SET threads = 2")
     if not keep_order:
         con.execute("SET preserve_insertion_order = false")  # big scans and joins spill more
-    bindings = _bindings(entry)
     if bindings["samples"] == "_no_samples":
         from gigi.schema import SAMPLES_SCHEMA
 
@@ -107,7 +126,7 @@ def connect(
     defaults = {p.name: p.default for d in named_queries().values() for p in d.params.values()}
     for name, value in {**defaults, **(variables or {})}.items():
         con.execute(f"SET VARIABLE {name} = {_literal(_number(value))}")
-    con.execute(f"SET allowed_directories = [{_literal(str(entry.path) + os.sep)}]")
+    con.execute(f"SET allowed_directories = [{_literal(str(allowed) + os.sep)}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con

@@ -26,4 +26,4 @@ SELECT
     value,
     -- seq: position of the event in trace order, 0-based
     seq
-FROM read_parquet({{events}});
+FROM {{events}};

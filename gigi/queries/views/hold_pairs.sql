@@ -8,4 +8,4 @@ SELECT
     release_seq,
     -- amount: units this ACQUIRE/RELEASE match covers
     amount
-FROM read_parquet({{hold_pairs}});
+FROM {{hold_pairs}};

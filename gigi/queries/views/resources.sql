@@ -14,4 +14,4 @@ SELECT
     dropped,
     -- sample_every: the writer kept one event in this many (1: all)
     sample_every
-FROM read_parquet({{resources}});
+FROM {{resources}};

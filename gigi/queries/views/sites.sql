@@ -17,4 +17,4 @@ SELECT
     origin,
     -- verified: whether the site passed static verification
     verified
-FROM read_parquet({{sites}});
+FROM {{sites}};

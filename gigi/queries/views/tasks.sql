@@ -14,4 +14,4 @@ SELECT
     start,
     -- end: when the task ended, ns; null if it was still running when the trace ended
     "end"
-FROM read_parquet({{tasks}});
+FROM {{tasks}};

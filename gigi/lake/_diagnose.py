@@ -1,0 +1,51 @@
+"""``diagnose`` over a lake, on DuckDB (in place, one node) or on Spark."""
+
+from __future__ import annotations
+
+import os
+
+from gigi.diagnosis._diagnose import DuckDBEngine, load_detectors, memory_limit, run
+from gigi.errors import QueryError, did_you_mean
+from gigi.lake._scope import open_lake
+
+ENGINES = ("duckdb", "spark")
+
+
+def diagnose_lake(
+    lake: str | os.PathLike,
+    *,
+    trace: str | None = None,
+    since: int | str | None = None,
+    until: int | str | None = None,
+    resources: list[str] | tuple[str, ...] = (),
+    engine: str = "duckdb",
+    master: str | None = None,
+    spark_memory: str | None = None,
+    sites: str | os.PathLike | None = None,
+    detectors: list[str | os.PathLike] | None = None,
+    threshold: float = 0.5,
+    params: dict[str, float] | None = None,
+    spark=None,
+):
+    """Diagnose one trace of ``lake`` (``trace`` picks it), or the window ``[since, until)``
+    of it, or only ``resources``; on ``engine`` ``duckdb`` or ``spark`` (``master``: a Spark
+    master URL, local mode by default; ``spark``: a SparkSession to use instead). The other
+    arguments are ``gigi.diagnosis.diagnose``'s."""
+    if engine not in ENGINES:
+        raise QueryError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}")
+    scope = open_lake(lake, trace, since=since, until=until, resources=resources)
+    dets = load_detectors(detectors, params)
+    if engine == "duckdb":
+        from gigi.lake._duckdb import connect_lake
+
+        con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
+        eng = DuckDBEngine(con)
+    else:
+        from gigi.lake._spark import SparkEngine
+
+        eng = SparkEngine(scope, spark=spark, master=master, memory=spark_memory)
+        con = None
+    d = run(eng, dets, params, threshold=threshold, sites=sites)
+    d.trace, d.dropped, d.con = scope.trace_id, scope.dropped, con
+    d.events = int(eng.rows("SELECT events FROM trace_info")[0][0])
+    return d
