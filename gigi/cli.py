@@ -440,7 +440,7 @@ def report(
     d = run_diagnose(entry, sites=sites, threshold=threshold, params=params)
     page = render(d, ReportConfig(source=source))
     html.write_text(page, encoding="utf-8")
-    typer.echo(f"wrote {html} ({len(page.encode()):,} bytes, {len(d.findings)} findings)")
+    typer.echo(f"wrote {html} ({len(page.encode()):,} bytes); findings: {len(d.findings)}")
 
 
 def _float(name: str, value: str) -> float:
