@@ -100,15 +100,27 @@ def ingest(
         ),
     ] = 0,
     trace: TraceOpt = None,
+    otlp: Annotated[
+        Path | None,
+        typer.Option(
+            help="OpenTelemetry spans instead of a trace directory: OTLP/JSON (or JSON lines, "
+            "as the Collector's file exporter writes) or OTLP protobuf. Spans with gigi.kind "
+            "become events, the others tasks (see the README). Example: gigi-query ingest "
+            "--otlp spans.jsonl --store ./gigi-store",
+            metavar="FILE",
+        ),
+    ] = None,
 ) -> None:
     """Read every segment of a trace, validate it, and write it into a store; with --perf,
-    the perf samples recorded beside it too."""
+    the perf samples recorded beside it too; with --otlp, OpenTelemetry spans."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gigi.ingest import ingest as run_ingest
     from gigi.ingest import ingest_perf
 
     console = _stderr()
+    if otlp is not None:
+        return _ingest_otlp(otlp, trace_dir, store, run_rows, perf, perf_offset)
     if trace_dir is None:
         if perf is None:
             raise GigiError("ingest: give a trace directory, or --perf FILE for a stored trace")
@@ -150,6 +162,30 @@ def ingest(
         f"into {store / manifest.trace_id}"
     )
     typer.echo(_drops_line(manifest))
+    if perf is not None:
+        typer.echo(_perf_line(manifest, store / manifest.trace_id))
+
+
+def _ingest_otlp(otlp: Path, trace_dir, store: Path, run_rows: int, perf, perf_offset) -> None:
+    from gigi.ingest import ingest_otlp
+
+    if trace_dir is not None:
+        raise GigiError("ingest: give a trace directory or --otlp FILE, not both")
+    with _stderr().status(f"reading {otlp}"):
+        manifest, s = ingest_otlp(
+            otlp, store, run_rows=run_rows, perf=perf, perf_offset_ns=perf_offset
+        )
+    typer.echo(
+        f"{s.encoding}: {s.spans:,} spans of {s.traces:,} traces from {otlp}"
+        + (f" ({s.duplicates:,} repeated spans read once)" if s.duplicates else "")
+        + f"; {s.resource_spans:,} spans and {s.span_events:,} span events with gigi.kind became "
+        f"{s.events:,} events of {s.tasks:,} tasks"
+        + (f" ({s.remapped:,} task ids moved off their span id)" if s.remapped else "")
+    )
+    typer.echo(
+        f"ingested {manifest.events:,} events, {manifest.tasks:,} tasks, "
+        f"{manifest.resources} resources into {store / manifest.trace_id}"
+    )
     if perf is not None:
         typer.echo(_perf_line(manifest, store / manifest.trace_id))
 
