@@ -14,6 +14,8 @@ FORBIDDEN = {
     "ingest": {"gigi.probes", "gigi.queries"},
     "record": {"duckdb", "gigi.ingest", "gigi.queries", "gigi.metrics", "polars", "numba"},
     "metrics": {"gigi.probes", "gigi.ingest", "gigi.queries", "duckdb"},
+    # the report reads a diagnosis and the trace's views; it records, scans and prompts nothing
+    "report": {"gigi.probes", "gigi.record", "gigi.scan", "gigi.cli", "typer"},
 }
 
 
