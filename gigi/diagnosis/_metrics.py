@@ -124,6 +124,31 @@ METRICS_DOC = {
 }
 
 
+BLAME_WAITS = "SELECT resource, object, task, ts, end_ts, seq FROM waits"
+# The intervals the blame is passed to: holds, and what else keeps a resource from others.
+BLAME_HOLDERS = f"""
+-- a task that has ended blocks nobody (see HELD_UNTIL)
+SELECT h.resource, h.object, h.task, h.acquire_ts AS start, {HELD_UNTIL} AS "end",
+       h.amount
+FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
+UNION ALL
+-- a RELEASE whose ACQUIRE is not in the trace (before it began, or lost): the task
+-- that released it held it, at most since that task began
+SELECT h.resource, h.object, h.release_task, greatest(h.acquire_ts, t.start),
+       h.release_ts, h.amount
+FROM holds AS h JOIN tasks AS t ON t.task = h.release_task
+WHERE h.began_before_trace AND t.start IS NOT NULL
+UNION ALL
+-- a task that uses an object again and again holds it in between, whatever events
+-- of its hold were lost
+SELECT resource, object, task, min(ts), max(ts + coalesce(dur, 0)), 1
+FROM events WHERE kind = 2 AND object <> 0
+GROUP BY resource, object, task HAVING count(*) >= 2
+UNION ALL
+SELECT resource, object, task, ts, ts + dur, amount FROM events WHERE kind = 2 AND dur > 0
+"""
+
+
 def _codes(column: pa.ChunkedArray | pa.Array, names: list[str]) -> np.ndarray:
     lookup = {n: i for i, n in enumerate(names)}
     enc = pc.dictionary_encode(column)
@@ -151,6 +176,40 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
         .aggregate([("blame_ns", "sum"), ("victim", "count_distinct")])
         .to_pylist()
     }
+    metrics_resources = resource_table(resources, start, end, totals, level, rate, per_res)
+    with stage("holds: hold-time distribution"):
+        holds = _distribution(con, names, "holds", "hold_ns")
+    with stage("waits: wait-time distribution"):
+        waits = _distribution(con, names, "waits", "dur")
+    with stage("tasks: per-task shares"):
+        per_task = _per_task(con, names)
+    tables = {
+        "metrics_resources": metrics_resources,
+        "metrics_holds": holds,
+        "metrics_outstanding": outstanding_table(names, start, end, level, rate),
+        "metrics_waits": waits,
+        "metrics_tasks": per_task,
+        "metrics_blame": blame,
+    }
+    for name, table in tables.items():
+        con.register(name, table)
+    return tables
+
+
+def resource_table(
+    resources: pa.Table,
+    start: int,
+    end: int,
+    totals: np.ndarray,
+    level: np.ndarray,
+    rate: np.ndarray,
+    per_res: dict[str, dict],
+) -> pa.Table:
+    """``metrics_resources`` from the totals kernel's result (per resource: ``totals``,
+    outstanding at each window's end ``level``, ACQUIREs per window ``rate``) and the blame
+    per resource (``per_res``: ``blame_ns_sum``, ``victim_count_distinct``); the rows follow
+    ``resources``."""
+    names = resources.column("resource").to_pylist()
     span = max(end - start, 1)
     cols: dict[str, list] = {c: [] for c in METRICS_DOC["metrics_resources"]}
     window_ts = start + (np.arange(1, WINDOWS + 1) * span) // WINDOWS
@@ -183,31 +242,24 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
         cols["unattributed_ns"].append(max(t["wait_ns"] - blamed, 0))
         cols["victims"].append(int(mine["victim_count_distinct"]))
         cols["trace_ns"].append(span)
-    with stage("holds: hold-time distribution"):
-        holds = _distribution(con, names, "holds", "hold_ns")
-    with stage("waits: wait-time distribution"):
-        waits = _distribution(con, names, "waits", "dur")
-    with stage("tasks: per-task shares"):
-        per_task = _per_task(con, names)
-    tables = {
-        "metrics_resources": pa.table(cols),
-        "metrics_holds": holds,
-        "metrics_outstanding": pa.table(
-            {
-                "resource": np.repeat(np.array(names, dtype=object), WINDOWS).tolist(),
-                "window_index": np.tile(np.arange(WINDOWS), len(names)),
-                "window_end": np.tile(window_ts, len(names)),
-                "outstanding": level.reshape(-1),
-                "acquires": rate.reshape(-1),
-            }
-        ),
-        "metrics_waits": waits,
-        "metrics_tasks": per_task,
-        "metrics_blame": blame,
-    }
-    for name, table in tables.items():
-        con.register(name, table)
-    return tables
+    return pa.table(cols)
+
+
+def outstanding_table(
+    names: list[str], start: int, end: int, level: np.ndarray, rate: np.ndarray
+) -> pa.Table:
+    """``metrics_outstanding`` from the totals kernel's ``level`` and ``rate``."""
+    span = max(end - start, 1)
+    window_ts = start + (np.arange(1, WINDOWS + 1) * span) // WINDOWS
+    return pa.table(
+        {
+            "resource": np.repeat(np.array(names, dtype=object), WINDOWS).tolist(),
+            "window_index": np.tile(np.arange(WINDOWS), len(names)),
+            "window_end": np.tile(window_ts, len(names)),
+            "outstanding": level.reshape(-1),
+            "acquires": rate.reshape(-1),
+        }
+    )
 
 
 def _totals(con, names: list[str], start: int, end: int, batch_rows: int = 1 << 20):
@@ -351,28 +403,8 @@ def _task_table(w: pa.Table, h: pa.Table, e: pa.Table, names: list[str]) -> pa.T
 
 
 def _blame(con, names: list[str]):
-    waits = con.sql("SELECT resource, object, task, ts, end_ts, seq FROM waits").to_arrow_table()
-    holders = con.sql(f"""
-        -- a task that has ended blocks nobody (see HELD_UNTIL)
-        SELECT h.resource, h.object, h.task, h.acquire_ts AS start, {HELD_UNTIL} AS "end",
-               h.amount
-        FROM holds AS h LEFT JOIN tasks AS t USING (task) WHERE h.task IS NOT NULL
-        UNION ALL
-        -- a RELEASE whose ACQUIRE is not in the trace (before it began, or lost): the task
-        -- that released it held it, at most since that task began
-        SELECT h.resource, h.object, h.release_task, greatest(h.acquire_ts, t.start),
-               h.release_ts, h.amount
-        FROM holds AS h JOIN tasks AS t ON t.task = h.release_task
-        WHERE h.began_before_trace AND t.start IS NOT NULL
-        UNION ALL
-        -- a task that uses an object again and again holds it in between, whatever events
-        -- of its hold were lost
-        SELECT resource, object, task, min(ts), max(ts + coalesce(dur, 0)), 1
-        FROM events WHERE kind = 2 AND object <> 0
-        GROUP BY resource, object, task HAVING count(*) >= 2
-        UNION ALL
-        SELECT resource, object, task, ts, ts + dur, amount FROM events WHERE kind = 2 AND dur > 0
-    """).to_arrow_table()
+    waits = con.sql(BLAME_WAITS).to_arrow_table()
+    holders = con.sql(BLAME_HOLDERS).to_arrow_table()
     w = Intervals(
         _codes(waits.column("resource"), names),
         waits.column("task").to_numpy(),
