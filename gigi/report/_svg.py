@@ -133,7 +133,7 @@ def plot(
             f'<text x="{x_left - 8}" y="{top + 12}" text-anchor="end" class="panel-name">'
             f"{escape(s.label)}</text>",
             f'<text x="{x_left - 8}" y="{top + 27}" text-anchor="end" class="tick">'
-            f"max {number(y_max)}</text>",
+            f"{number(y_max)}</text>",
             f'<text x="{x_left - 8}" y="{base}" text-anchor="end" class="tick">0</text>',
             f'<path d="{"".join(path)}" fill="{color}" fill-opacity="0.15" stroke="{color}" '
             'stroke-width="1.2"/>',
