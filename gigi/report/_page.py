@@ -75,7 +75,10 @@ def _tasks(names: dict[int, str], tasks: list[int], most: int, css: str) -> str:
 def _evidence(evidence: dict) -> str:
     rows = []
     for key, value in evidence.items():
-        text = value if isinstance(value, str) else json.dumps(value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and key.endswith("_ns"):
+            text = f"{value:,.0f} ns ({_seconds(value)})"
+        else:
+            text = value if isinstance(value, str) else json.dumps(value)
         rows.append(f"<tr><th>{_e(key)}</th><td>{_e(text)}</td></tr>")
     return f'<table class="evidence">{"".join(rows)}</table>'
 
