@@ -479,6 +479,54 @@ def report(
     typer.echo(f"wrote {html} ({len(page.encode()):,} bytes); findings: {len(d.findings)}")
 
 
+@app.command(
+    epilog="Example: gigi-query export --perfetto trace.json gigi-store   "
+    "(then open trace.json in ui.perfetto.dev)"
+)
+def export(
+    target: Target,
+    perfetto: Annotated[
+        Path,
+        typer.Option(
+            help="Write a Chrome JSON trace to FILE for ui.perfetto.dev or the Perfetto trace "
+            "processor: waits and holds as slices on a track per task, outstanding and "
+            "acquires/s as counters per resource, findings as marked intervals.",
+            metavar="FILE",
+        ),
+    ],
+    rate_window: Annotated[
+        str | None,
+        typer.Option(
+            help="Window of the acquires/s counters (10ms, 1s); default: the trace's length "
+            "/ 200, rounded up to 1, 2 or 5 times a power of ten."
+        ),
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Mark findings scoring at least this (0-1).")
+    ] = 0.5,
+    trace: TraceOpt = None,
+    param: ParamOpt = None,
+) -> None:
+    """Write a trace and its diagnosis (the same as diagnose's) for another tool to show."""
+    from gigi.export import PerfettoConfig, export_perfetto
+    from gigi.record._duration import parse_duration
+
+    window = None
+    if rate_window is not None:
+        window = round(parse_duration(rate_window, "rate-window") * 1e9)
+        if window <= 0:
+            raise GigiError(f"--rate-window {rate_window!r}: expected more than 0")
+    params = {k: _float(k, v) for k, v in _params(param).items()}
+    config = PerfettoConfig(rate_window_ns=window, threshold=threshold, params=params)
+    s = export_perfetto(_open(target, trace), perfetto, config)
+    typer.echo(
+        f"wrote {perfetto} ({s.bytes:,} bytes, {s.trace_events:,} trace events): "
+        f"{s.wait_slices:,} waits and {s.hold_slices:,} holds on {s.task_tracks:,} task tracks, "
+        f"{s.outstanding_samples:,} outstanding and {s.rate_samples:,} acquires/s samples "
+        f"({s.rate_window_ns / 1e6:g} ms windows), findings: {s.findings}"
+    )
+
+
 def _float(name: str, value: str) -> float:
     try:
         return float(value)

@@ -16,6 +16,8 @@ FORBIDDEN = {
     "metrics": {"gigi.probes", "gigi.ingest", "gigi.queries", "duckdb"},
     # the report reads a diagnosis and the trace's views; it records, scans and prompts nothing
     "report": {"gigi.probes", "gigi.record", "gigi.scan", "gigi.cli", "typer"},
+    # export reads a diagnosis and the trace's views, and writes a file for another tool
+    "export": {"gigi.probes", "gigi.record", "gigi.scan", "gigi.cli", "typer"},
 }
 
 
