@@ -79,7 +79,7 @@ def service_spans(seconds: float = 2.0, seed: int = 7, style: str = "hold") -> S
             back, conn = heapq.heappop(free_at)
             got = max(t + 40_000, back)  # a checkout takes 40 µs when a connection is free
             waited += back > t + 40_000
-            hold = int(seconds * 0.3e9) if is_report else rng.randint(1 * MS, 2 * MS)
+            hold = 600 * MS if is_report else rng.randint(1 * MS, 2 * MS)
             returned = got + hold
             heapq.heappush(free_at, (returned, conn))
             server.end = max(server.end, returned + 100_000)
