@@ -32,6 +32,8 @@ FAILURE_MODES = (
     "unbounded_growth",
     "inconsistent_state",
 )
+# A detector's form for Spark, beside it, where its own does not transpile (gigi.lake).
+SPARK_SUFFIX = ".spark.sql"
 COLUMNS = ("resource", "score", "culprit_tasks", "victim_tasks", "evidence", "summary")
 
 _KEY = re.compile(r"^--\s*(detector|failure_mode|meaning):\s*(.*?)\s*$")
@@ -103,6 +105,8 @@ def load(extra_dirs: list[Path] | None = None) -> list[Detector]:
         if not folder.is_dir():
             raise DetectorError(f"{folder}: no such detectors directory")
         for path in sorted(folder.glob("*.sql")):
+            if path.name.endswith(SPARK_SUFFIX):  # another engine's form of a detector
+                continue
             det = parse(path, builtin)
             if det.name in found:
                 raise DetectorError(

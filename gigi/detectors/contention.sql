@@ -41,7 +41,7 @@ SELECT
         'peak_outstanding': m.peak, 'capacity': m.capacity
     })::VARCHAR AS evidence,
     printf('%d tasks waited %.1f s for %s behind %d task(s) that held it, which carry %.0f%% of the blame',
-           m.victims, m.blamed_ns / 1e9, m.resource, len(c.culprit_tasks), 100 * c.top_share)
+           m.victims, m.blamed_ns / 1e9, m.resource, array_length(c.culprit_tasks), 100 * c.top_share)
         AS summary
 FROM metrics_resources AS m
 JOIN culprits AS c USING (resource)

@@ -16,7 +16,12 @@
 -- param policy_min_hold_ratio: an idle holder's mean hold as a multiple of the median hold (default 4)
 -- param policy_min_churn: ACQUIREs per second before churn counts (default 200)
 -- param policy_max_churn_use: used / acquired units below which churn is waste (default 0.05)
-WITH blamed AS (
+WITH victims AS (
+    -- per resource, the tasks whose waits were blamed on others, most blamed first
+    SELECT resource, list(victim ORDER BY ns DESC, victim)[:100] AS victim_tasks
+    FROM (SELECT resource, victim, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL)
+    GROUP BY resource
+), blamed AS (
     -- others' wait for an object, blamed directly on a holder
     SELECT b.resource, b.culprit AS task, b.object, sum(b.blame_ns) AS ns
     FROM metrics_blame AS b
@@ -58,19 +63,18 @@ WITH blamed AS (
         i.resource,
         least(1.0, sum(i.ns) / (any_value(m.trace_ns) * getvariable('policy_min_blame') * 4.0))
             AS score,
-        list(i.task ORDER BY i.ns DESC)[:10] AS culprit_tasks,
-        (SELECT list(victim ORDER BY ns DESC)[:100] FROM
-            (SELECT mb.victim, sum(mb.blame_ns) AS ns FROM metrics_blame AS mb
-             WHERE mb.resource = i.resource GROUP BY mb.victim)) AS victim_tasks,
+        list(i.task ORDER BY i.ns DESC, i.task)[:10] AS culprit_tasks,
+        any_value(vl.victim_tasks) AS victim_tasks,
         to_json({
             'blamed_wait_ns': sum(i.ns), 'culprit_utilization': round(sum(i.used) / sum(i.held), 3),
             'culprit_hold_ns': sum(i.hold_ns), 'units_held': sum(i.held),
-            'units_used': sum(i.used), 'objects': list(DISTINCT i.object)
+            'units_used': sum(i.used), 'objects': list(DISTINCT i.object ORDER BY i.object)
         })::VARCHAR AS evidence,
         printf('%d task(s) held objects of %s they used little of (%.0f%% of what they held) while others waited %.1f s for those objects',
                count(DISTINCT i.task), i.resource, 100 * sum(i.used) / sum(i.held),
                sum(i.ns) / 1e9) AS summary
     FROM idle_holds AS i JOIN metrics_resources AS m USING (resource)
+    LEFT JOIN victims AS vl ON vl.resource = i.resource
     GROUP BY i.resource
     HAVING sum(i.ns) >= any_value(m.trace_ns) * getvariable('policy_min_blame')
 ), idle_tasks AS (
@@ -94,9 +98,7 @@ WITH blamed AS (
         least(1.0, any_value(b.ns) / (any_value(m.trace_ns) * getvariable('policy_min_blame') * 4.0))
             * least(1.0, sum(i.hold_share) / getvariable('policy_min_idle_share')) AS score,
         list(i.task ORDER BY i.held_while_others_waited DESC, i.task)[:10] AS culprit_tasks,
-        (SELECT list(victim ORDER BY ns DESC)[:100] FROM
-            (SELECT mb.victim, sum(mb.blame_ns) AS ns FROM metrics_blame AS mb
-             WHERE mb.resource = i.resource GROUP BY mb.victim)) AS victim_tasks,
+        any_value(vl.victim_tasks) AS victim_tasks,
         to_json({
             'blamed_wait_ns': any_value(b.ns), 'idle_tasks': count(*),
             'idle_share_of_units_held_while_others_waited': round(sum(i.hold_share), 3),
@@ -111,6 +113,7 @@ WITH blamed AS (
     JOIN idle_blame AS b USING (resource)
     JOIN metrics_resources AS m USING (resource)
     JOIN metrics_holds AS mh USING (resource)
+    LEFT JOIN victims AS vl ON vl.resource = i.resource
     WHERE m.used > 0
     GROUP BY i.resource
     HAVING sum(i.hold_share) >= getvariable('policy_min_idle_share')
@@ -138,10 +141,12 @@ WITH blamed AS (
     WHERE h.object <> 0 AND h.release_ts IS NOT NULL
 ), churn_used AS (
     -- of those, the holds whose holder used the object while holding it, under any
-    -- resource's name
+    -- resource's name, or used the resource as a whole (a WAL's frames written under its
+    -- write lock)
     SELECT c.resource, count(*) AS used_holds
     FROM churn_holds AS c
-    SEMI JOIN events AS e ON e.kind = 2 AND e.task = c.task AND e.object = c.object
+    SEMI JOIN events AS e ON e.kind = 2 AND e.task = c.task
+        AND (e.object = c.object OR e.object = 0 AND e.resource = c.resource)
         AND e.ts BETWEEN c.acquire_ts AND c.release_ts
     GROUP BY c.resource
 ), churn_findings AS (

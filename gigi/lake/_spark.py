@@ -1,0 +1,162 @@
+"""The diagnosis on Spark: the lake read with partition and predicate pushdown, the trace views
+and the detectors transpiled from DuckDB's dialect (``gigi.lake._transpile``), the metrics
+by ``gigi.lake._spark_metrics``. Nothing the size of the trace is collected to the driver:
+only per-resource figures and the detectors' findings are.
+
+On a cluster (``master``), the executors' Python must have gigi installed (the kernels run
+there) and the lake must be on storage every executor reads.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pyarrow as pa
+
+from gigi.detectors import COLUMNS, Detector
+from gigi.diagnosis._diagnose import Finding, check_columns
+from gigi.errors import DetectorError, GigiError, QueryError
+from gigi.lake._scope import EVENT_COLUMNS, PAIR_COLUMNS, LakeScope
+from gigi.lake._transpile import gigi_printf, spark_text, to_spark
+from gigi.queries import views
+
+INSTALL_HINT = "the Spark engine needs pyspark and Java 17+: pip install 'gigi[spark]'"
+# The views the diagnosis reads, in the order they can be created.
+VIEWS = ("events", "hold_pairs", "tasks", "resources", "sites", "trace_info", "holds", "waits")
+# Settings a session must have for the transpiled SQL to mean what it means in DuckDB.
+SQL_CONF = {
+    "spark.sql.ansi.enabled": "false",  # DuckDB's NULL on a bad cast, not an error
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # trace ids as text
+    "spark.sql.jsonGenerator.ignoreNullFields": "false",  # to_json keeps nulls, as DuckDB's
+    "spark.sql.parquet.filterPushdown": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def session(master: str | None = None, memory: str | None = None):
+    """A SparkSession: local mode on every core unless ``master`` names a cluster;
+    ``memory`` caps the driver's heap (Spark's own syntax: 2g)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise GigiError(INSTALL_HINT) from None
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master or "local[*]")
+        .appName("gigi")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", memory or "2g")
+        .config("spark.sql.shuffle.partitions", str(max(os.cpu_count() or 2, 2) * 2))
+    )
+    for key, value in SQL_CONF.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # noqa: BLE001 - no Java, a bad master URL: one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise GigiError(f"cannot start Spark ({first}); {INSTALL_HINT}") from None
+    import logging
+
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    spark.sparkContext.setLogLevel("OFF")  # errors reach the user as one line
+    return spark
+
+
+class SparkEngine:
+    """``gigi.diagnosis._diagnose.DuckDBEngine``'s twin on a SparkSession."""
+
+    name = "spark"
+
+    def __init__(self, scope: LakeScope, *, spark=None, master=None, memory=None) -> None:
+        self.scope = scope
+        self.spark = spark or session(master, memory)
+        for key, value in SQL_CONF.items():
+            self.spark.conf.set(key, value)
+        from pyspark.sql.types import StringType
+
+        self.spark.udf.register("gigi_printf", gigi_printf, StringType())
+        self.values: dict[str, float] = {}
+        self._relations()
+        self._views()
+
+    # -- the lake's relations and the views over them
+
+    def _scan(self, table: str, columns: list[str] | None, where: str) -> None:
+        path = str(self.scope.lake / table)
+        dated = table in ("events", "hold_pairs")
+        df = self.spark.read.option("basePath", path).parquet(path)
+        df = df.where(self.scope.partition_filter(dated)).where(where)
+        df = df.select(*columns) if columns else df.drop("trace")
+        df.createOrReplaceTempView(f"lake_{table}")
+
+    def _relations(self) -> None:
+        s = self.scope
+        self._scan("events", EVENT_COLUMNS, s.event_filter())
+        self._scan("hold_pairs", list(PAIR_COLUMNS), s.pair_filter())
+        for table in ("tasks", "resources", "sites"):
+            self._scan(table, None, "TRUE")
+
+    def _views(self) -> None:
+        bindings = self.scope.bindings(
+            {t: f"lake_{t}" for t in ("events", "hold_pairs", "tasks", "resources", "sites")}
+        )
+        docs = views()
+        for name in VIEWS:
+            sql = docs[name].text
+            for key, value in bindings.items():
+                sql = sql.replace("{{" + key + "}}", value)
+            body = sql[sql.upper().index(" AS\n", sql.upper().index("CREATE VIEW")) + 4 :]
+            self.spark.sql(to_spark(body.rstrip().rstrip(";"), where=name)).createOrReplaceTempView(
+                name
+            )
+        for name in ("holds", "waits"):  # read by most detectors: computed once
+            self.spark.catalog.cacheTable(name)
+
+    # -- the engine interface of the diagnosis
+
+    def set_params(self, values: dict[str, float]) -> None:
+        self.values = dict(values)
+
+    def compute_metrics(self, stages) -> None:
+        from gigi.lake._spark_metrics import compute
+
+        compute(self.spark, self.scope, stages)
+
+    def sql(self, sql: str, where: str = "query"):
+        """A DataFrame of ``sql`` (DuckDB's dialect)."""
+        return self.spark.sql(to_spark(sql, self.values, where))
+
+    def rows(self, sql: str) -> list[tuple]:
+        return [tuple(r) for r in self.sql(sql).collect()]
+
+    def detector(self, det: Detector) -> list[tuple]:
+        from pyspark.errors import PySparkException
+
+        try:
+            df = self.spark.sql(to_spark(spark_text(det.path), self.values, str(det.path)))
+            check_columns(det, df.columns)
+            rows = df.select(*COLUMNS).collect()
+        except PySparkException as e:
+            raise DetectorError(f"{det.path}: {_first_line(e)}") from None
+        except ValueError as e:  # sqlglot's ParseError
+            raise DetectorError(f"{det.path}: does not transpile to Spark SQL: {e}") from None
+        return [tuple(r) for r in rows]
+
+    def register_sites(self, table: pa.Table) -> str:
+        self.spark.createDataFrame(table).createOrReplaceTempView("sites_given")
+        return "sites_given"
+
+    def has_samples(self) -> bool:
+        return False  # a lake holds no perf samples
+
+    def executing(self, f: Finding) -> dict:
+        raise QueryError("perf samples are not read from a lake")
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
