@@ -21,8 +21,11 @@ What goes where:
   named ``#RANK FAILURE_MODE on RESOURCE`` over the culprits' holds of the resource (else the
   waits for it, else the whole trace), its args the summary, score and culprits.
 
-Timestamps are µs from the trace's first event (``otherData.origin_ns`` gives that event's ns),
-with ns kept as three decimals; ``displayTimeUnit`` is ns.
+Timestamps are µs, as the format has them, from the trace's first event (``otherData.origin_ns``
+gives that event's ns), with ns kept as three decimals. There is no ``displayTimeUnit``: some
+versions of the trace processor read it as the unit of ``ts``. Track ids: processes are numbered
+from 1 and threads after the last process, since the trace processor names threads by tid alone
+and takes a thread whose tid is a pid for that process's main thread.
 """
 
 from __future__ import annotations
@@ -173,14 +176,14 @@ def export_perfetto(
                 "events": m.events,
                 "findings": len(d.findings),
             }
-            f.write('{"displayTimeUnit":"ns","otherData":')
-            f.write(json.dumps(other))
-            f.write(',"traceEvents":[')
+            f.write('{"traceEvents":[')
             w = _Writer(f)
             _resources(w, con, origin, window, summary)
             _findings(w, con, d.findings, origin, summary)
             _tasks(w, con, origin, summary)
-            f.write("\n]}\n")
+            f.write('\n],"otherData":')
+            f.write(json.dumps(other))
+            f.write("}\n")
         summary.trace_events = w.count
         summary.bytes = tmp.stat().st_size
         os.replace(tmp, out)
@@ -229,7 +232,7 @@ def _findings(w: _Writer, con, findings, origin: int, summary: ExportSummary) ->
         ).fetchall()[0]
         common = {
             "cat": "finding",
-            "id": f.rank,
+            "id": f"finding-{f.rank}",
             "name": f"#{f.rank} {f.failure_mode} on {f.resource}",
             "pid": PID_FINDINGS,
             "tid": PID_FINDINGS,
@@ -287,17 +290,20 @@ def _tasks(w: _Writer, con, origin: int, summary: ExportSummary) -> None:
     # process of each task: its tree's, or the shared one of its kind; in order of first slice
     groups: dict[object, int] = {}
     order = sorted(by_task, key=lambda t: (by_task[t][0][5], t))
-    next_tid = FIRST_TASK_PID
+    group_of = {}
     for task in order:
         root = roots.get(task, task)
-        name, kind, _ = tasks.get(task, (None, None, None))
+        kind = tasks.get(task, (None, None, None))[1]
         key = root if tree_size[root] > 1 else f"{kind} tasks" if kind else "tasks"
         if key not in groups:
             pid = groups[key] = FIRST_TASK_PID + len(groups)
             label = key if isinstance(key, str) else _label(tasks, key)
             w.meta("process_name", pid, None, name=label)
             w.meta("process_sort_index", pid, None, sort_index=pid)
-        pid = groups[key]
+        group_of[task] = groups[key]
+    next_tid = FIRST_TASK_PID + len(groups)  # no thread's tid is a process's pid
+    for task in order:
+        pid = group_of[task]
         slices = by_task[task]
         lanes = _lanes([(s[5], s[6]) for s in slices])
         tids = []
