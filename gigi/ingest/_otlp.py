@@ -65,6 +65,7 @@ import pyarrow.ipc as ipc
 
 from gigi.errors import IngestError
 from gigi.ingest._otlp_read import Span, read_spans
+from gigi.ingest._store import Manifest, ingest
 from gigi.schema import (
     EVENTS,
     META_CLOCK,
@@ -382,13 +383,11 @@ def write_otlp_trace(path: str | os.PathLike, trace_dir: Path) -> OtlpSummary:
 
 def ingest_otlp(
     path: str | os.PathLike, store: str | os.PathLike, **ingest_options
-) -> tuple[object, OtlpSummary]:
+) -> tuple[Manifest, OtlpSummary]:
     """Ingest the OTLP file ``path`` into ``store`` (entry named by ``otlp_trace_id``); return
     the manifest and what the file held. ``ingest_options`` go to ``ingest`` (``run_rows``,
     ``progress``, ``perf``, ``perf_offset_ns``). Nothing is written to the store unless the
     whole file converts."""
-    from gigi.ingest._store import ingest
-
     work = Path(tempfile.mkdtemp(prefix="gigi-otlp-"))
     try:
         summary = write_otlp_trace(path, work)
