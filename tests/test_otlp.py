@@ -311,3 +311,106 @@ def test_bad_files_are_one_line_and_leave_the_store(tmp_path, filled_store, make
     assert store_state(filled_store) == before
     with pytest.raises(IngestError):
         ingest_otlp(path, filled_store)
+
+
+def _sdk_service(seconds: float = 1.2) -> tuple[list, int]:
+    """A threaded service instrumented with the OpenTelemetry SDK: four clients' requests
+    check a connection out of a pool of two (a queue), query on it for 1 ms and give it back;
+    a report request at 0.3 s takes both connections and keeps them 0.5 s. Returns the
+    finished spans and the report's span id."""
+    import queue
+    import threading
+    import time
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("shop")
+    pool: queue.Queue = queue.Queue()
+    for conn in ("conn-1", "conn-2"):
+        pool.put(conn)
+    pool_attrs = {"gigi.resource": "db.pool", "gigi.capacity": 2, "gigi.sharing": "pool"}
+    report_id: list[int] = []
+
+    def request(name: str, connections: int, hold_s: float) -> None:
+        thread = {"thread.id": threading.get_native_id()}
+        with tracer.start_as_current_span(name, kind=SpanKind.SERVER, attributes=thread) as span:
+            if connections == 2:
+                report_id.append(span.get_span_context().span_id)
+            held = []
+            for _ in range(connections):
+                with tracer.start_as_current_span(
+                    "pool.checkout", attributes={**pool_attrs, "gigi.kind": "WAIT", **thread}
+                ):
+                    held.append(pool.get())
+            spans = [
+                tracer.start_span(
+                    "db.connection",
+                    attributes={**pool_attrs, "gigi.kind": "HOLD", "gigi.object": conn},
+                )
+                for conn in held
+            ]
+            queries = [  # the queries run on the connections: uses of them
+                tracer.start_span(
+                    "SELECT * FROM items",
+                    kind=SpanKind.CLIENT,
+                    attributes={**pool_attrs, "gigi.kind": "USE", "gigi.object": conn},
+                )
+                for conn in held
+            ]
+            time.sleep(hold_s)
+            for conn, q, s in zip(held, queries, spans, strict=True):
+                q.end()
+                pool.put(conn)
+                s.end()
+
+    stop = time.monotonic() + seconds
+
+    def client(n: int) -> None:
+        i = 0
+        while time.monotonic() < stop:
+            i += 1
+            request(f"GET /items/{n}.{i}", 1, 0.001)
+            time.sleep(0.004)
+
+    def report() -> None:
+        time.sleep(0.3)
+        request("GET /reports/quarterly", 2, 0.5)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    threads.append(threading.Thread(target=report))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    provider.shutdown()
+    return list(exporter.get_finished_spans()), report_id[0]
+
+
+def test_spans_of_the_opentelemetry_sdk(tmp_path):
+    """Spans made by the OpenTelemetry SDK in real threads, encoded by its own OTLP encoder:
+    as protobuf, and as protobuf's generic JSON mapping (base64 ids, as MessageToJson writes)."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    spans, report_span = _sdk_service()
+    request = encode_spans(spans)
+    (tmp_path / "sdk.pb").write_bytes(request.SerializeToString())
+    (tmp_path / "sdk-mapped.json").write_text(MessageToJson(request))
+    waits = sum(1 for s in spans if s.name == "pool.checkout")
+    report = report_span & MASK63
+    for name in ("sdk.pb", "sdk-mapped.json"):
+        manifest, summary = ingest_otlp(tmp_path / name, tmp_path / "store")
+        assert summary.spans == len(spans)
+        assert summary.tasks == sum(1 for s in spans if s.name.startswith("GET "))
+        entry = tmp_path / "store" / manifest.trace_id
+        con = connect_checked(entry)
+        assert run(con, "SELECT count(*) FROM waits").fetchall()[0][0] == waits
+        top = diagnose(entry).to_json()["findings"][0]
+        assert (top["resource"], top["failure_mode"]) == ("db.pool", "contention")
+        assert top["culprit_tasks"][0] == report
