@@ -110,15 +110,24 @@ def ingest(
             metavar="FILE",
         ),
     ] = None,
+    lake: Annotated[
+        Path | None,
+        typer.Option(
+            help="Lake (hive-partitioned Parquet: LAKE/events/trace=ID/day=DAY/...) to put the "
+            "trace into instead of the store; TRACE_DIR may then be a store too.",
+        ),
+    ] = None,
 ) -> None:
-    """Read every segment of a trace, validate it, and write it into a store; with --perf,
-    the perf samples recorded beside it too; with --otlp, OpenTelemetry spans."""
+    """Read every segment of a trace, validate it, and write it into a store (or a lake);
+    with --perf, the perf samples recorded beside it too; with --otlp, OpenTelemetry spans."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from gigi.ingest import ingest as run_ingest
     from gigi.ingest import ingest_perf
 
     console = _stderr()
+    if lake is not None:
+        return _ingest_lake(trace_dir, lake, trace, run_rows, perf, otlp)
     if otlp is not None:
         return _ingest_otlp(otlp, trace_dir, store, run_rows, perf, perf_offset)
     if trace_dir is None:
@@ -188,6 +197,21 @@ def _ingest_otlp(otlp: Path, trace_dir, store: Path, run_rows: int, perf, perf_o
     )
     if perf is not None:
         typer.echo(_perf_line(manifest, store / manifest.trace_id))
+
+
+def _ingest_lake(trace_dir, lake: Path, trace, run_rows: int, perf, otlp) -> None:
+    from gigi.ingest._lake import ingest_lake
+
+    if trace_dir is None:
+        raise GigiError("ingest --lake: give the trace directory (or store) to put into it")
+    if perf is not None or otlp is not None:
+        raise GigiError("ingest --lake: ingest --perf or --otlp into a store first, then that")
+    m = ingest_lake(trace_dir, lake, trace=trace, run_rows=run_rows)
+    typer.echo(
+        f"ingested {m.events:,} events, {m.tasks:,} tasks, {m.resources} resources "
+        f"into lake {lake} as trace={m.trace_id}"
+    )
+    typer.echo(_drops_line(m))
 
 
 def _perf_line(manifest, entry: Path) -> str:
@@ -395,9 +419,19 @@ def demo(
     typer.echo(f'explore: gigi-query sql {entry} "SELECT * FROM holds LIMIT 10"')
 
 
-@app.command(epilog="Example: gigi-query diagnose gigi-store --format json")
+@app.command(
+    epilog="Example: gigi-query diagnose gigi-store --format json   |   "
+    "gigi-query diagnose --lake ./lake --trace web-1 --engine spark "
+    "--since 2026-12-03T08:00 --until 2026-12-03T09:00"
+)
 def diagnose(
-    target: Target,
+    target: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A store (from ingest), one trace in a store, or a raw trace directory; "
+            "leave out with --lake."
+        ),
+    ] = None,
     sites: Annotated[
         Path | None,
         typer.Option(
@@ -414,18 +448,85 @@ def diagnose(
     output: OutputOpt = None,
     trace: TraceOpt = None,
     param: ParamOpt = None,
+    lake: Annotated[
+        Path | None,
+        typer.Option(help="Diagnose a trace of this lake (ingest --lake) where it lies."),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="With --lake: duckdb (this machine) or spark (pip install 'gigi[spark]', "
+            "Java 17+)."
+        ),
+    ] = "duckdb",
+    master: Annotated[
+        str | None,
+        typer.Option(help="Spark master URL (spark://host:7077); local mode by default."),
+    ] = None,
+    spark_memory: Annotated[
+        str | None, typer.Option(help="Spark driver memory cap (4g); default 2g.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="With --lake: only events from this time: ns on the trace's clock, or ISO "
+            "8601 (UTC unless it says otherwise)."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="With --lake: only events before this time (as --since).")
+    ] = None,
+    resource: Annotated[
+        list[str] | None,
+        typer.Option(help="With --lake: only this resource's events (repeatable)."),
+    ] = None,
 ) -> None:
-    """Name the resource, the failure mode, the task to blame and the code: root causes first."""
+    """Name the resource, the failure mode, the task to blame and the code: root causes first.
+
+    With --lake, only the trace, days and row groups asked for are read (--trace, --since,
+    --until, --resource go down into the Parquet scans of either engine)."""
     import json
 
-    from gigi.diagnosis import diagnose as run_diagnose
     from gigi.diagnosis._render import render
 
     if format not in ("text", "json"):
         raise GigiError(f"unknown format {format!r}, expected text or json")
-    entry = _open(target, trace)
     params = {k: _float(k, v) for k, v in _params(param).items()}
-    d = run_diagnose(entry, sites=sites, detectors=detectors, threshold=threshold, params=params)
+    if lake is not None:
+        from gigi.lake import diagnose_lake
+
+        if target is not None:
+            raise GigiError(f"diagnose: give TARGET ({target}) or --lake, not both")
+        d = diagnose_lake(
+            lake,
+            trace=trace,
+            since=since,
+            until=until,
+            resources=resource or [],
+            engine=engine,
+            master=master,
+            spark_memory=spark_memory,
+            sites=sites,
+            detectors=detectors,
+            threshold=threshold,
+            params=params,
+        )
+    else:
+        from gigi.diagnosis import diagnose as run_diagnose
+
+        if target is None:
+            raise GigiError("diagnose: give TARGET (a store or trace directory) or --lake LAKE")
+        scoped = [f"--{n}" for n, v in (("since", since), ("until", until)) if v is not None]
+        scoped += ["--resource"] if resource else []
+        if scoped or engine != "duckdb" or master is not None:
+            what = ", ".join(scoped + (["--engine"] if engine != "duckdb" else []))
+            raise GigiError(
+                f"diagnose: {what or '--master'} need(s) --lake (a store is read whole)"
+            )
+        entry = _open(target, trace)
+        d = run_diagnose(
+            entry, sites=sites, detectors=detectors, threshold=threshold, params=params
+        )
     text = json.dumps(d.to_json(), indent=2) if format == "json" else render(d)
     if output is not None:
         output.write_text(text + "\n")
