@@ -353,6 +353,8 @@ def write_otlp_trace(path: str | os.PathLike, trace_dir: Path) -> OtlpSummary:
     summary = OtlpSummary(path.name, encoding)
     conv = _Convert(path, spans, summary)
     conv.run()
+    if not summary.spans:
+        raise IngestError(f"{path}: no spans in it")
     if not summary.events:
         raise IngestError(
             f"{path}: none of its {summary.spans:,} spans carries gigi.kind: nothing to diagnose "

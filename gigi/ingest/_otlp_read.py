@@ -233,8 +233,9 @@ def _proto_file(path: Path, data: bytes) -> tuple[list[Span], str]:
         try:
             request.ParseFromString(raw)
         except DecodeError as e:
+            why = str(e).rpartition("': ")[2] or str(e)  # past "Error parsing message with type"
             raise IngestError(
-                f"{at}: neither OTLP/JSON nor OTLP protobuf (ExportTraceServiceRequest): {e}"
+                f"{at}: neither OTLP/JSON nor OTLP protobuf (ExportTraceServiceRequest): {why}"
             ) from None
         if len(unknown_fields.UnknownFieldSet(request)) or (raw and not request.resource_spans):
             raise IngestError(
