@@ -110,6 +110,41 @@ def test_a_scanned_instrumented_program_is_diagnosed_with_its_source_lines(probe
     }
 
 
+def test_a_wait_on_a_branch_spans_the_branch_and_compiles(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    original = (HERE / "native" / "block_cache.c").read_text()
+    (src / "block_cache.c").write_text(original)
+    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
+    out = tmp_path / "probed"
+    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
+    report = json.loads((out / "gigi-instrument.json").read_text())
+    wait = next(p for p in report["placements"] if p["kind"] == "WAIT")
+    assert (wait["function"], wait["line"], wait["placed"]) == ("bc_get", 44, True)
+    assert wait["how"] == "around the branch at line 44"
+    text = (out / "block_cache.c").read_text()
+    assert strip(text) == original
+    # the wait begins first thing in the miss's block, on its line; it ends with the block
+    line = text[text.index('#line 1 "block_cache.c"') :].splitlines()[44]
+    assert line.startswith("    if (b == NULL) {/*gigi{*/int gigi_in_wait_"), line
+    assert "gigi_wait_begin(" in line and "cleanup(gigi_wait_cleanup)" in line
+    done = subprocess.run(
+        [
+            native.compiler(),
+            "-std=c11",
+            "-Wall",
+            *native.cflags(),
+            "-c",
+            str(out / "block_cache.c"),
+            "-o",
+            str(tmp_path / "x.o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and "gigi" not in done.stderr, done.stderr
+
+
 def test_instrument_refuses_a_folder_that_holds_files(probed, tmp_path, capsys):
     sites, _ = probed
     busy = tmp_path / "busy"
@@ -118,3 +153,60 @@ def test_instrument_refuses_a_folder_that_holds_files(probed, tmp_path, capsys):
     code = cli(["instrument", str(CORPUS), "--sites", str(sites), "--out", str(busy)])
     assert code == 2 and "already holds files" in capsys.readouterr().err
     assert (busy / "mine.c").read_text() == "int x;\n"
+
+
+def test_a_log_counted_by_its_end_position_records_how_far_it_moved(tmp_path):
+    """A log whose size is its header's end position (frame_log.hdr.max_frame, as SQLite's
+    WAL keeps WalIndexHdr.mxFrame): the scan makes it a resource of its own, the instrumenter
+    records each change of that member, and the events add up to the frames in the log."""
+    src = HERE / "native" / "frame_log"
+    sites = tmp_path / "sites"
+    assert cli(["scan", str(src), "--out", str(sites)]) == 0
+    resources = {r["resource"]: r for r in pq.read_table(sites / "resources.parquet").to_pylist()}
+    log = resources["frame_log.frames"]
+    assert (log["sharing"], log["unit"], log["level"]) == ("log", "frames", "hdr.max_frame")
+    # the cursor's own position is stepped (c->frame++), never set to a count: not a log
+    assert not any(r.startswith("log_cursor") for r in resources)
+    found = {
+        (s["function"], s["kind"])
+        for s in pq.read_table(sites / "sites.parquet").to_pylist()
+        if s["resource"] == "frame_log.frames"
+    }
+    assert found == {("log_append", "ACQUIRE"), ("log_restart", "RELEASE")}
+    out = tmp_path / "probed"
+    assert cli(["instrument", str(src), "--sites", str(sites), "--out", str(out)]) == 0
+    assert strip((out / "frame_log.c").read_text()) == (src / "frame_log.c").read_text()
+    binary = tmp_path / "frame_log"
+    subprocess.run(
+        [
+            native.compiler(),
+            "-O2",
+            "-Wall",
+            "-Werror",
+            *native.cflags(),
+            str(out / "frame_log.c"),
+            str(HERE / "native" / "frame_log_driver.c"),
+            *native.libs(tmp_path / "lib"),
+            "-o",
+            str(binary),
+        ],
+        check=True,
+    )
+    trace = tmp_path / "trace"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
+    done = subprocess.run(
+        [str(binary)], env={**env, "GIGI_TRACE": str(trace)}, check=True, capture_output=True
+    )
+    assert done.stdout.split() == [b"0", b"1"]  # the reader kept the first checkpoint back
+    from gigi.queries import connect
+
+    moved = connect(trace).execute(
+        "SELECT t.name, e.kind, e.amount FROM events e JOIN tasks t USING (task) "
+        "WHERE e.resource = 'frame_log.frames' ORDER BY e.seq"
+    )
+    assert moved.fetchall() == [
+        ("append 5", 1, 5),
+        ("append 3", 1, 3),
+        ("checkpoint", 3, 8),
+        ("append 2", 1, 2),
+    ]

@@ -71,6 +71,26 @@ def test_every_verdict_has_its_reason(offline):
     assert not v.ok and "a lookup is not an acquisition" in v.reason
 
 
+BLOCK_CACHE = Path(__file__).parent / "native" / "block_cache.c"
+
+
+def test_a_miss_is_a_wait_on_a_branch_and_ordinary_io_is_not():
+    r = scan(BLOCK_CACHE, jobs=1)
+    waits = [(c.function, c.line, ok, why) for c, ok, why in r.candidates if c.kind == "WAIT"]
+    # the branch bc_get takes when bc_find had no block, around the disk read; no loop there
+    assert [(f, line, ok) for f, line, ok, _ in waits] == [("bc_get", 44, True)]
+    assert "a miss" in waits[0][3] and "disk_read_block" in waits[0][3]
+    # the flush's branch writes to disk too, on its own walk: offered as a wait, it is refused
+    from gigi.scan._offline import Candidate
+    from gigi.scan._verify import verify
+
+    fn = next(f for u in r.units for f in u.functions if f.name == "bc_flush")
+    branch = next(b for b in fn.branches if "disk_write_block" in b.body_calls)
+    flush = Candidate(fn.file, fn.name, branch.line, "WAIT", "block_cache", "", "1", "test", "")
+    v = verify(flush, fn, {"block_cache", "block"}, True, set())
+    assert not v.ok and "ordinary work, not a slow path" in v.reason, v.reason
+
+
 def test_builtin_headers_are_found_and_diagnostics_reported(tmp_path):
     assert builtin_include_dir() is not None
     assert scan(CORPUS, jobs=1).stats["diagnostics"] == 0

@@ -35,15 +35,17 @@ def built(tmp_path_factory):
     return sites, probed, binary, work
 
 
-def record(binary: Path, work: Path, mode: str, seconds: str) -> Path:
+def record(
+    binary: Path, work: Path, mode: str, seconds: str, ring: int = 131072, extra: tuple = ()
+) -> Path:
     trace, db = work / f"trace-{mode}", work / f"{mode}.db"
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
     subprocess.run(
-        [str(binary), str(db), mode, seconds],
+        [str(binary), str(db), mode, seconds, *extra],
         # rings of 8 MiB a thread: the writer keeps up with SQLite on a quiet machine with the
         # default 1 MiB, but a CI machine running other jobs can leave it unscheduled for tens
         # of milliseconds (drops are counted either way; this test is about the diagnosis)
-        env={**env, "GIGI_TRACE": str(trace), "GIGI_RING_RECORDS": "131072"},
+        env={**env, "GIGI_TRACE": str(trace), "GIGI_RING_RECORDS": str(ring)},
         check=True,
         capture_output=True,
         timeout=120,
@@ -148,3 +150,113 @@ def test_writers_behind_a_long_write_transaction_are_contention_on_the_pager(wri
     assert "batch: UPDATE t SET n = 0" in culprits, culprits
     clients = {names[t].split(":")[0] for t in top["victim_tasks"]}
     assert len(clients & {f"client {i}" for i in range(4)}) >= 2, clients
+
+
+# four readers with a page cache of 10 pages each read a table of about 450 at random: near
+# a million events a second a thread, which a ring of 2^21 records keeps whole however busy
+# the machine (the diagnosis counts pinned pages; drops would blur them)
+SMALL_CACHE_RING = 1 << 21
+
+
+@pytest.fixture(scope="module")
+def small_cache(built, tmp_path_factory):
+    """The build deployed by a user whose page cache is too small: validated by a run of the
+    readers (a single client's run cannot validate a miss: no other task holds the cache's
+    pages while it waits, so the miss's WAIT would be dropped as unanswered), then run and
+    diagnosed, with a normal run of the same build beside it."""
+    sites, _, binary, work = built
+    again = tmp_path_factory.mktemp("sqlite-smallcache")
+    trace = record(binary, again, "smallcache", "1", SMALL_CACHE_RING)  # the validation run
+    tree = sqlite_tree()
+    _, probed = instrument_validated(tree, sites, trace, again)
+    deployed = workload(
+        amalgamation(tree, again / "build", probed), again / "workload", work / "lib"
+    )
+    runs = tmp_path_factory.mktemp("smallcache-runs")
+    out = {}
+    for mode, seconds in (("smallcache", "1"), ("normal", "2")):
+        trace = record(deployed, runs, mode, seconds, SMALL_CACHE_RING)
+        d = runs / f"{mode}.json"
+        assert cli(["diagnose", str(trace), "--format", "json", "--output", str(d)]) == 0
+        names = dict(connect(trace).execute("SELECT task, name FROM tasks").fetchall())
+        out[mode] = json.loads(d.read_text()), names
+    return out
+
+
+def test_a_page_cache_far_smaller_than_the_reads_is_under_provisioned(small_cache):
+    d, names = small_cache["smallcache"]
+    top = d["findings"][0]
+    assert (top["rank"], top["resource"], top["failure_mode"]) == (
+        1,
+        "PCache",
+        "under_provisioning",
+    )
+    # the readers waited in the miss: the branch of getPageNormal that reads the page the
+    # cache had no data for (readDbPage)
+    assert {
+        "file": "pager.c",
+        "line": 5522,
+        "function": "getPageNormal",
+        "kind": "WAIT",
+        "role": "victim",
+    } in top["sites"]
+    # every reader waited, and no one is to blame: the cache is too small for all of them
+    readers = {names[t].split(":")[0] for t in top["victim_tasks"]}
+    assert readers == {f"reader {i}" for i in range(4)}, readers
+    assert top["culprit_tasks"] == []
+    evidence = top["evidence"]
+    assert evidence["capacity_inferred"] and evidence["share_of_time_near_capacity"] >= 0.3
+    assert d["dropped"] == 0
+
+
+def test_the_same_build_finds_nothing_on_a_healthy_run(small_cache):
+    d, _ = small_cache["normal"]
+    assert [(f["resource"], f["failure_mode"], f["summary"]) for f in d["findings"]] == []
+
+
+def diagnose_json(trace: Path, out: Path) -> dict:
+    assert cli(["diagnose", str(trace), "--format", "json", "--output", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def test_a_reader_left_open_grows_the_wal_without_bound(validated, tmp_path):
+    binary, _ = validated
+    trace = record(binary, tmp_path, "wal", "3", extra=("reader",))
+    d = diagnose_json(trace, tmp_path / "d.json")
+    names = dict(connect(trace).execute("SELECT task, name FROM tasks").fetchall())
+    top = d["findings"][0]
+    # the WAL's frames, a log the scan found by its end position (WalIndexHdr.mxFrame)
+    assert (top["rank"], top["resource"], top["failure_mode"]) == (
+        1,
+        "Wal.frames",
+        "unbounded_growth",
+    )
+    assert top["evidence"]["growth_rise"] > 1000
+    # the reader's snapshot kept every checkpoint from restarting the log: it is to blame,
+    # not the client that appended the frames
+    assert names[top["culprit_tasks"][0]].startswith("reader:"), top["culprit_tasks"]
+    assert {
+        "file": "wal.c",
+        "line": 2868,
+        "function": "walTryBeginRead",
+        "kind": "ACQUIRE",
+        "role": "culprit",
+    } in top["sites"]
+
+
+def test_without_the_reader_checkpoints_restart_the_wal_and_nothing_is_found(validated, tmp_path):
+    binary, _ = validated
+    trace = record(binary, tmp_path, "wal", "3")
+    d = diagnose_json(trace, tmp_path / "d.json")
+    assert [(f["resource"], f["failure_mode"]) for f in d["findings"]] == []
+    # the log did grow and restart, again and again: appends and restarts were recorded
+    moved = dict(
+        connect(trace)
+        .execute(
+            "SELECT s.function, sum(e.amount) FROM events e JOIN sites s USING (site) "
+            "WHERE e.resource = 'Wal.frames' GROUP BY ALL"
+        )
+        .fetchall()
+    )
+    assert moved.get("sqlite3WalFrames", 0) > 2000
+    assert moved.get("walRestartHdr", 0) >= 0.9 * moved["sqlite3WalFrames"] - 1000

@@ -1,7 +1,11 @@
 -- detector: unbounded_growth
 -- failure_mode: unbounded_growth
 -- meaning: the units outstanding kept rising, window after window, without levelling off;
---   the culprits are the tasks whose holds make up the growth.
+--   the culprits are the tasks whose holds make up the growth. A log is truncated only
+--   behind what still reads it: for a log whose name extends another resource's (Wal.frames
+--   of Wal), the tasks that held that resource through the episode, from its start to its
+--   peak, kept the log from being truncated, and are blamed first.
+-- param growth_pin_share: share of the episode a hold must cover to pin the log (default 0.9)
 -- param growth_min_rise: rise as a multiple of the level it started from (default 10)
 -- param growth_min_span: the episode's length as a share of the trace (default 0.15)
 -- param growth_min_noise_ratio: rise as a multiple of what lost events alone could add (default 4)
@@ -23,10 +27,30 @@ WITH episode AS (
     WHERE h.task IS NOT NULL AND h.acquire_ts < e.growth_peak_ts
         AND h.acquire_ts + h.hold_ns > e.growth_start_ts
     GROUP BY ALL
+), pinners AS (
+    -- tasks that held the log's own structure through the episode
+    SELECT e.resource, h.task,
+           sum(least(h.acquire_ts + h.hold_ns, e.growth_peak_ts)
+               - greatest(h.acquire_ts, e.growth_start_ts)) AS pin_ns
+    FROM episode AS e
+    JOIN holds AS h ON h.resource = regexp_replace(e.resource, '[.][^.]*$', '')
+    WHERE e.sharing = 'log' AND e.resource LIKE '%.%' AND h.task IS NOT NULL
+        AND h.acquire_ts < e.growth_peak_ts AND h.acquire_ts + h.hold_ns > e.growth_start_ts
+    GROUP BY ALL
+    HAVING sum(least(h.acquire_ts + h.hold_ns, e.growth_peak_ts)
+               - greatest(h.acquire_ts, e.growth_start_ts))
+        >= getvariable('growth_pin_share') * any_value(e.growth_peak_ts - e.growth_start_ts)
+), blamed AS (
+    -- pinners first, by how long they pinned it; then the holders of the growth
+    SELECT resource, task, 0 AS tier, pin_ns AS ns FROM pinners
+    UNION ALL
+    SELECT h.resource, h.task, 1 AS tier, h.unit_ns AS ns FROM holders AS h
+    WHERE NOT EXISTS (SELECT 1 FROM pinners AS p WHERE p.resource = h.resource
+                      AND p.task = h.task)
 ), ranked AS (
-    SELECT *, unit_ns / sum(unit_ns) OVER (PARTITION BY resource) AS share,
-           row_number() OVER (PARTITION BY resource ORDER BY unit_ns DESC, task) AS place
-    FROM holders
+    SELECT *, ns / sum(ns) OVER (PARTITION BY resource, tier) AS share,
+           row_number() OVER (PARTITION BY resource ORDER BY tier, ns DESC, task) AS place
+    FROM blamed
 )
 SELECT
     e.resource,
@@ -34,7 +58,8 @@ SELECT
         * least(1.0, e.growth_rise / (getvariable('growth_min_rise') * greatest(e.growth_base, 1)))
         AS score,
     (SELECT list(task ORDER BY place) FROM ranked r
-     WHERE r.resource = e.resource AND (place = 1 OR share >= 0.1) AND place <= 5) AS culprit_tasks,
+     WHERE r.resource = e.resource AND (place = 1 OR tier = 0 OR share >= 0.1) AND place <= 5)
+        AS culprit_tasks,
     []::BIGINT[] AS victim_tasks,
     to_json({
         'growth_rise': e.growth_rise, 'growth_base': e.growth_base,
@@ -43,7 +68,8 @@ SELECT
         'span_share': round(e.growth_span_share, 3), 'peak_outstanding': e.peak,
         'final_outstanding': e.final,
         'top_culprit_share': (SELECT round(max(share), 3) FROM ranked r
-                              WHERE r.resource = e.resource)
+                              WHERE r.resource = e.resource AND tier = 1),
+        'pinned_by': (SELECT count(*) FROM pinners p WHERE p.resource = e.resource)
     })::VARCHAR AS evidence,
     printf('%s grew by %d units (%.0f per second) for %.1f s without levelling off',
            e.resource, e.growth_rise, e.growth_slope_per_s,

@@ -270,6 +270,12 @@ def _load_sites(path: Path) -> pa.Table:
 
 
 def _sites(engine, f: Finding, sites_view: str) -> list[dict]:
+    """The culprits' and victims' sites on the finding's resource, most events first; then
+    on the resource its name extends (a log's own structure: the reader that pinned
+    Wal.frames did so through its hold of Wal)."""
+    resources = [f.resource]
+    if "." in f.resource:
+        resources.append(f.resource.rsplit(".", 1)[0])
     rows = []
     for role, tasks, kinds in (
         ("culprit", f.culprit_tasks[:5], (1, 2, 3)),
@@ -281,10 +287,13 @@ def _sites(engine, f: Finding, sites_view: str) -> list[dict]:
             f"""
             SELECT s.file, s.line, s.function, e.kind, count(*) AS n
             FROM events e JOIN {sites_view} s ON s.site = e.site
-            WHERE e.resource = {_quote(f.resource)} AND e.task IN ({_sql_list(tasks)})
+            WHERE e.resource IN ({", ".join(_quote(r) for r in resources)})
+              AND e.task IN ({_sql_list(tasks)})
               AND e.kind IN ({_sql_list(kinds)}) AND s.file IS NOT NULL
-            GROUP BY s.file, s.line, s.function, e.kind
-            ORDER BY n DESC, s.file, s.line, s.function, e.kind LIMIT 3"""
+            GROUP BY e.resource <> {_quote(f.resource)}, s.file, s.line, s.function, e.kind
+            ORDER BY e.resource <> {_quote(f.resource)}, n DESC, s.file, s.line, s.function,
+                e.kind
+            LIMIT 3"""
         )
         rows += [
             dict(

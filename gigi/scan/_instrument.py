@@ -7,7 +7,8 @@ the verified sites of a scan, found again with libclang.
 - WAIT around the slow path: the wait begins when the loop's body first runs (a loop whose
   condition holds at once is no wait; for a do-while, when it runs again) and ends when the
   loop is left by any way out (a variable with a cleanup attribute, so a return or break
-  inside still ends it).
+  inside still ends it); on a branch (a lookup's miss or full path), when the branch begins,
+  ending the same way.
 
 Every insertion sits on the line of the code it instruments, between ``/*gigi{*/`` and
 ``/*}gigi*/``; a prologue (the header, the file's resource ids) ends with a ``#line 1``
@@ -36,6 +37,7 @@ from gigi.scan._placement import (
     functions_of,
     place,
     place_level,
+    scope_handed_on,
 )
 from gigi.schema import KIND_NAMES
 
@@ -125,16 +127,22 @@ def instrument(
 LOCK_LEVEL = re.compile(r"^e_?lock$|^lock_?(mode|level|state)$|^lock$", re.I)
 
 
-def _lock_levels(members_path: Path, resources: dict) -> dict[str, str]:
-    """Lock resources whose record keeps the level it holds in one member (Pager.eLock):
-    resource -> member. Their ACQUIREs and RELEASEs are the changes of that level."""
+def _lock_levels(members_path: Path, resources: dict) -> dict[str, tuple[str, str]]:
+    """Resources whose quantity is one member's value: locks whose record keeps the level it
+    holds (Pager.eLock), and logs counted by their end position (Wal.frames, the scan's
+    ``level`` column: hdr.mxFrame of Wal). resource -> (record, member path). Their ACQUIREs
+    and RELEASEs are the changes of that member."""
+    out = {
+        r: (r.rsplit(".", 1)[0], row["level"])
+        for r, row in resources.items()
+        if row.get("level") and "." in r
+    }
     if not members_path.is_file():
-        return {}
+        return out
     shared = {r for r, row in resources.items() if row.get("sharing") in ("shared", "exclusive")}
-    out = {}
     for m in pq.read_table(members_path).to_pylist():
         if m["record"] in shared and LOCK_LEVEL.match(m["name"]) and "*" not in m["type"]:
-            out.setdefault(m["record"], m["name"])
+            out.setdefault(m["record"], (m["record"], m["name"]))
     return out
 
 
@@ -184,7 +192,8 @@ def _instrument_file(
                 and s["resource"] in levels
                 and not (s.get("object_expr") or "").strip()
             ):
-                how, ins = place_level(ci, raw, fn, s, res, levels[s["resource"]], leveled)
+                record, member = levels[s["resource"]]
+                how, ins = place_level(ci, raw, fn, s, res, record, member, leveled)
                 placements.append(
                     Placement(s["site"], rel, s["line"], s["function"], kind, True, how)
                 )
@@ -207,6 +216,7 @@ def _instrument_file(
                     f"gigi_scope_enter({res}, GIGI_{kind});{MARK_CLOSE}",
                 )
             )
+            inserts += scope_handed_on(ci, raw, fn, min(x[0] for x in ins), scope)
         placements.append(Placement(s["site"], rel, s["line"], s["function"], kind, True, how))
     if not inserts:
         return raw.decode(errors="surrogateescape"), placements

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gigi.scan._parse import Function, Member, Record
+from gigi.scan._parse import Branch, Function, Member, Record
 
 RESOURCE_NAME = re.compile(
     r"pool|cache|buf|frame|slot|scoreboard|log|wal|journal|lock|mdl|latch|queue|arena|free|lru"
@@ -110,6 +110,31 @@ GUARD = re.compile(
 )
 
 
+# an integer parameter that says which of a lock manager's locks: walLockShared(pWal, lockIdx)
+LOCK_INDEX = re.compile(r"idx|index|slot|^i?lock_?(no|num|id)$", re.I)
+
+
+def lock_index(fn: Function) -> str:
+    """The parameter naming which lock a lock function takes or gives back (its object), or
+    "" when it has none: a lock manager's locks are told apart by their index.
+
+    >>> lock_index(Function("walLockShared", "wal.c", 1, 9, "", "int",
+    ...                     [("Wal *", "pWal"), ("int", "lockIdx")], ""))
+    'lockIdx'
+    >>> lock_index(Function("pagerLockDb", "pager.c", 1, 9, "", "int",
+    ...                     [("Pager *", "pPager"), ("int", "eLock")], ""))
+    ''
+    """
+    return next(
+        (
+            n
+            for t, n in fn.params
+            if LOCK_INDEX.search(n) and "*" not in t and re.search(r"int|long|short|u\d", t)
+        ),
+        "",
+    )
+
+
 def lock_calls(fn: Function, unlock: bool) -> list:
     """Calls that take (or, with ``unlock``, give back) a lock handed out by a lock manager,
     the guards of the function's own critical section left out."""
@@ -134,6 +159,9 @@ class ResourceGuess:
     score: float
     reasons: list[str]
     members: list[Member] = field(default_factory=list)  # its own and its objects' members
+    # a log counted by one member (its end position): the path to it from the record the
+    # resource is named after (``hdr.mxFrame`` of Wal); its changes are the log's events
+    level: str = ""
 
 
 @dataclass
@@ -281,6 +309,11 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             continue  # an iteration over the resource, not a retry
         if blocking or loop.infinite:
             cand("WAIT", loop.line, f"loop around {', '.join(blocking) or 'a retry'}")
+    retries = [c.line for c in out if c.kind == "WAIT"]
+    for slow in slow_branches(fn, mine):
+        b = slow.branch
+        if not any(b.line <= line <= b.end_line for line in retries):  # the loop is the wait
+            cand("WAIT", b.line, slow.why)
     takes = [
         a
         for a in fn.assigns
@@ -300,7 +333,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(
         s in pointing for _, srcs, _ in fn.returns for s in srcs
     )
-    locks = lock_calls(fn, unlock=False) if guess.sharing in ("shared", "exclusive") else []
+    locking = guess.sharing in ("shared", "exclusive")
+    locks = lock_calls(fn, unlock=False) if locking else []
     objects = [
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
     ]
@@ -322,9 +356,10 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         )
         obj = next((x for x in candidates if not STATUS.match(x) and x not in holders_of), "")
         obj = obj or (referenced[0].target_base if referenced else "")
+        obj = obj or (lock_index(fn) if locking else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
     links = links_of(guess)
-    obj = objects[-1] if objects else ""
+    obj = objects[-1] if objects else (lock_index(fn) if locking else "")
     effects = release_effects(fn, mine, links, obj, locks=guess.sharing in ("shared", "exclusive"))
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if effects and (RELEASE_NAME.search(short) or gives):
@@ -361,7 +396,10 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     if (data or io or named) and not fn.internal:
         cand(
             "USE",
-            min([a.line for a in data] + [c.line for c in io])
+            # the first that runs on every call (not in an if-branch), where there is one:
+            # a use recorded only on a rare path (the WAL's header written when it restarts)
+            # would say the resource was hardly used
+            _use_line(fn, data, io, mine)
             if data or io
             else min([a.line for a in fn.accesses] + [c.line for c in fn.calls], default=fn.line),
             "works through "
@@ -372,6 +410,18 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             objects[0] if objects else "",
         )
     return out
+
+
+def _use_line(fn: Function, data: list, io: list, mine: set[str]) -> int:
+    """Where a function's USE goes: its first data access or I/O through the resource that
+    runs on every call (in no if-branch); when all of them sit in branches, its first
+    access to the resource's state that does. A use recorded only on a rare path (the WAL's
+    header, written when the log restarts) would say the resource was hardly ever used."""
+    first = min([(bool(a.path), a.line) for a in data] + [(bool(c.path), c.line) for c in io])
+    if not first[0]:
+        return first[1]
+    always = [a.line for a in fn.accesses if not a.path and a.record in mine]
+    return min(always, default=first[1])
 
 
 MEMORY = re.compile(r"^(memcpy|memmove|memset)$")
@@ -425,6 +475,85 @@ def walks(fn: Function, loop) -> bool:
         and any("." in x for x in a.sources)
         for a in fn.assigns
     )
+
+
+# a call that takes long, by a word of its name: storage read or written (readDbPage,
+# sqlite3OsRead, pwrite), pages flushed, evicted or spilled (xStress), a sleep or a wait
+SLOW_WORDS = {
+    "read", "pread", "write", "pwrite", "fsync", "sync", "flush", "evict", "spill", "stress",
+    "sleep", "usleep", "nanosleep", "wait",
+}  # fmt: skip
+# a member that bounds how much the resource may hold before it must make room
+LIMIT = re.compile(r"capacity|max|limit|spill|thresh|high_?water", re.I)
+NULL = r"(0|NULL|nullptr)"
+
+
+def _words(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)]
+
+
+def slow_calls(calls: list[str]) -> list[str]:
+    """The calls that take long (``readDbPage``, ``sqlite3OsRead``, ``xStress``)."""
+    return sorted({c for c in calls if SLOW_WORDS & set(_words(c))})
+
+
+@dataclass
+class SlowBranch:
+    branch: Branch
+    why: str
+    lookup: str = ""  # the call whose missing result the branch makes up for ("" when full)
+
+
+def lookups(fn: Function, mine: set[str]) -> dict[str, str]:
+    """Pointers that hold what a call handed the resource returned (``pBase =
+    sqlite3PcacheFetch(pPager->pPCache, pgno, 3)``): local -> that call."""
+    holders = {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
+    out: dict[str, str] = {}
+    for a in fn.assigns:
+        if (
+            a.calls
+            and a.target in fn.locals
+            and "*" in fn.locals[a.target]
+            and any(_member_of(x, mine) or x in holders for x in a.sources)
+        ):
+            out.setdefault(a.target, a.calls[0])
+    return out
+
+
+def _misses(b: Branch, local: str) -> bool:
+    """Whether the branch runs when ``local`` holds nothing ready: the then-side of ``!p`` or
+    ``p == 0``, the else-side of ``p``, ``p->member`` or ``p != 0`` (and more)."""
+    t, x = re.sub(r"\s+", "", b.cond), re.escape(local)
+    if b.side == 0:
+        return bool(re.fullmatch(rf"!{x}|{x}=={NULL}|{NULL}=={x}", t))
+    return bool(re.match(rf"({x}(->\w+)*|{x}!={NULL})(&&|$)", t))
+
+
+def slow_branches(fn: Function, mine: set[str]) -> list[SlowBranch]:
+    """The slow paths of a lookup that are branches, not loops: the branch a lookup takes
+    when what it was handed back has no object or no data (a miss), or when the resource
+    is past its limit (full), around a call that takes long (I/O, eviction, a spill, a
+    sleep). A branch taken on any other condition is the function's ordinary work."""
+    found = lookups(fn, mine)
+    out = []
+    for b in fn.branches:
+        slow = slow_calls(b.body_calls)
+        if not slow:
+            continue
+        around = ", ".join(slow)
+        missed = next((x for x in b.cond_locals if x in found and _misses(b, x)), None)
+        if missed:
+            why = f"branch taken when {found[missed]}() gave no ready object ({b.cond}): a miss"
+            out.append(SlowBranch(b, f"{why}, around {around}", found[missed]))
+            continue
+        compares = re.search(r"(^| )(<|>|<=|>=)( |$)", b.cond)
+        limit = [
+            m for m in b.cond_members if _member_of(m, mine) and LIMIT.search(m.split(".", 1)[1])
+        ]
+        if b.side == 0 and compares and limit:
+            why = f"branch taken when the resource is past its limit ({b.cond}): full"
+            out.append(SlowBranch(b, f"{why}, around {around}"))
+    return out
 
 
 @dataclass
@@ -533,3 +662,130 @@ def _truthy(text: str) -> bool:
 def _falsy(text: str) -> bool:
     rhs = text.split("=", 1)[-1].strip()
     return rhs in ("false", "0", "NULL", "nullptr", "- 1")
+
+
+# --- logs counted by their end position --------------------------------------------------------
+
+# a member that says where a log ends: the index of its last frame, record or entry, or the
+# sequence number or offset of the next one (WalIndexHdr.mxFrame)
+LOG_POSITION = re.compile(r"frame|lsn|offset|entr(y|ies)|record|seq", re.I)
+POSITION_WORD = re.compile(r"frame|lsn|offset|entry|entries|record|seq", re.I)
+INTEGER = re.compile(
+    r"^(const\s+)?(unsigned\s+|signed\s+)?(u?int\d*(_t)?|u\d+|i\d+|long|short|size_t|off_t"
+    r"|unsigned|int|long long|uint64|ssize_t|Pgno|sqlite3_int64|sqlite_int64)(\s*\|.*)?$"
+)
+
+
+@dataclass
+class _Change:
+    fn: Function
+    line: int
+    owner: str  # the record the path starts from: Wal
+    path: str  # hdr.mxFrame
+    how: str  # advance (set to a local counted up), reset (set to 0), rewind (anything else)
+    text: str
+
+
+def _path_of(fn: Function, a, records: set[str], by_record: dict) -> tuple[str, str] | None:
+    """(owner record, member path) of an assignment to a member: ``pWal->hdr.mxFrame`` is
+    (Wal, hdr.mxFrame) when pWal is a Wal and hdr a member of it; a direct ``log->lsn`` is
+    (log's record, lsn)."""
+    record, member = a.target.split(".", 1)
+    parts = [x for x in re.split(r"\s*(?:->|\.)\s*", a.target_base.strip()) if x]
+    if not parts or not re.fullmatch(r"[A-Za-z_]\w*", parts[0]):
+        return None
+    types = dict((n, t) for t, n in fn.params) | fn.locals
+    t = types.get(parts[0], "")
+    owner = next((r for r in sorted(records) if record_pattern(r).search(t)), None)
+    if owner is None:
+        return None
+    current = owner
+    for step in parts[1:]:
+        m = next((m for m in by_record.get(current, []) if m.name == step), None)
+        if m is None or "*" in m.type:
+            return None
+        current = next((r for r in records if record_pattern(r).fullmatch(m.type.strip())), "")
+        if not current:
+            return None
+    if current != record:
+        return None
+    return owner, ".".join([*parts[1:], member])
+
+
+def _counted_up(fn: Function, local: str) -> bool:
+    return local in fn.locals and any(a.target == local and a.op == "+=" for a in fn.assigns)
+
+
+def log_levels(
+    functions: list[Function], records: list[Record], members: list[Member], resources: list
+) -> tuple[list[ResourceGuess], list[Candidate]]:
+    """Logs whose size is one member's value: the end position (named like one, an integer)
+    that appends advance, setting it to a local they counted up (``mxFrame = iFrame`` after
+    ``iFrame++`` per frame written), and that a restart or truncation sets back to zero. Each
+    becomes a resource of its own, named after the record that keeps it and what it counts
+    (``Wal.frames``), with an ACQUIRE where it advances and a RELEASE where it is set back;
+    the instrumenter records each change of the member by how far it moved."""
+    by_record = members_by_record(members)
+    names = {r.name for r in records}
+    resource_names = {g.name for g in resources}
+    changes: list[_Change] = []
+    for fn in functions:
+        if lifecycle(fn.name.split("::")[-1]):
+            continue
+        for a in fn.assigns:
+            if a.op != "=" or "." not in a.target:
+                continue
+            record, member = a.target.split(".", 1)
+            if not LOG_POSITION.search(member):
+                continue
+            decl = next((m for m in by_record.get(record, []) if m.name == member), None)
+            if decl is None or not INTEGER.match(decl.type.strip()):
+                continue
+            where = _path_of(fn, a, names, by_record)
+            if where is None:
+                continue
+            rhs = a.text.split("=", 1)[1].strip()
+            how = (
+                "reset"
+                if rhs == "0"
+                else "advance"
+                if len(a.sources) == 1 and _counted_up(fn, a.sources[0])
+                else "rewind"
+            )
+            changes.append(_Change(fn, a.line, *where, how, a.text))
+    guesses, cands = [], []
+    for owner, path in sorted({(c.owner, c.path) for c in changes}):
+        mine = [c for c in changes if (c.owner, c.path) == (owner, path)]
+        hows = {c.how for c in mine}
+        logged = owner in resource_names or RESOURCE_NAME.search(owner)
+        if not ({"advance", "reset"} <= hows and logged):
+            continue
+        word = POSITION_WORD.search(path.rsplit(".", 1)[-1]).group(0).lower()
+        unit = word if word.endswith(("s", "ies")) else word + "s"
+        name = f"{owner}.{unit}"
+        member = path.rsplit(".", 1)[-1]
+        first = min(mine, key=lambda c: (c.fn.file, c.line))
+        guesses.append(
+            ResourceGuess(
+                name,
+                first.fn.file,
+                first.line,
+                "log",
+                unit,
+                [],
+                1.0,
+                [f"a log's end position ({owner}.{path}): advanced by appends, set back to 0"],
+                level=path,
+            )
+        )
+        for c in mine:
+            kind = "ACQUIRE" if c.how == "advance" else "RELEASE"
+            why = {
+                "advance": f"advances the log's end ({member}) to a count it raised: an append",
+                "reset": f"sets the log's end ({member}) back to 0: a restart",
+                "rewind": f"sets the log's end ({member}) back: a rollback of what was appended",
+            }[c.how]
+            cands.append(
+                Candidate(c.fn.file, c.fn.name, c.line, kind, name, "", "1", "heuristic", why)
+            )
+    return guesses, cands

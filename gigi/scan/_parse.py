@@ -2,10 +2,10 @@
 -> code, one translation unit at a time (in worker processes, one per core).
 
 What is kept of a function body is what the recall and the verification reason over:
-member accesses (read, write, increment, decrement, address taken), loops with what their
-condition reads and what their body calls, calls with their line and enclosing loops,
-returns with what they are derived from, assignments between locals and members, and
-deletes. Nothing later needs the AST again.
+member accesses (read, write, increment, decrement, address taken), loops and if-branches
+with what their condition reads and what their body calls, calls with their line and
+enclosing loops, returns with what they are derived from, assignments between locals and
+members (and the calls whose result they hold), and deletes. Nothing later needs the AST again.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class Access:
     line: int
     op: str  # read, write, inc, dec, addr
     base: str  # the expression the member is taken of: "bp", "f", "this"
+    path: tuple = ()  # the if-branches it sits in, as Call.path
 
 
 @dataclass
@@ -49,6 +50,23 @@ class Loop:
     cond_locals: list[str]  # locals read by the condition
     cond_calls: list[str]
     body_calls: list[str]
+
+
+@dataclass
+class Branch:
+    """One side of an if: the code that runs only when its condition says so."""
+
+    if_id: int  # the if it belongs to, numbered in the function as paths number them
+    side: int  # 0 then, 1 else
+    line: int  # where the branch's statement starts (its '{', or 'else {' for an else)
+    end_line: int
+    block: bool  # a compound statement (not a single statement, nor an else-if)
+    cond: str  # the if's condition as its tokens spell it
+    cond_members: list[str]  # record.member the if's condition reads
+    cond_locals: list[str]  # locals the if's condition reads
+    cond_calls: list[str]
+    body_calls: list[str]  # every call in the branch, nested ones too
+    path: tuple = ()  # the if-branches it sits in, itself last
 
 
 @dataclass
@@ -70,6 +88,7 @@ class Assign:
     op: str  # "=", "+=", "-=", ...
     text: str
     path: tuple = ()
+    calls: list[str] = field(default_factory=list)  # the calls whose result the value holds
 
 
 @dataclass
@@ -84,6 +103,7 @@ class Function:
     comment: str
     accesses: list[Access] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
+    branches: list[Branch] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     assigns: list[Assign] = field(default_factory=list)
     returns: list[tuple[int, list[str], str]] = field(default_factory=list)  # line, from, text
@@ -405,6 +425,7 @@ class _Body:
             outer = self.path
             for branch, kid in enumerate(kids[1:3]):
                 self.path = (*outer, (me, branch))
+                self.branch(me, branch, kids[0], kid)
                 self.visit(kid, loops)
             self.path = outer
             return
@@ -425,6 +446,7 @@ class _Body:
                         "=",
                         _text(c),
                         path=self.path,
+                        calls=self.calls_in(init[-1]),
                     )
                 )
         elif k == K.BINARY_OPERATOR or k == K.COMPOUND_ASSIGNMENT_OPERATOR:
@@ -434,7 +456,14 @@ class _Body:
                 target, base = self.target(lhs)
                 self.fn.assigns.append(
                     Assign(
-                        c.location.line, target, base, self.reads(rhs), op, _text(c), path=self.path
+                        c.location.line,
+                        target,
+                        base,
+                        self.reads(rhs),
+                        op,
+                        _text(c),
+                        path=self.path,
+                        calls=self.calls_in(rhs),
                     )
                 )
                 self.member_op(lhs, {"=": "write", "+=": "inc", "-=": "dec"}.get(op, "write"))
@@ -491,6 +520,25 @@ class _Body:
                 self.fn.uses_after.setdefault(name, []).append((c.location.line, self.path))
         for x in c.get_children():
             self.visit(x, loops)
+
+    def branch(self, me: int, side: int, cond, kid) -> None:
+        K = self.K
+        reads = self.reads(cond)
+        self.fn.branches.append(
+            Branch(
+                me,
+                side,
+                kid.extent.start.line,
+                kid.extent.end.line,
+                kid.kind == K.COMPOUND_STMT,
+                _text(cond),
+                [r for r in reads if "." in r],
+                [r for r in reads if "." not in r],
+                [x.spelling for x in cond.walk_preorder() if x.kind == K.CALL_EXPR],
+                [x.spelling for x in kid.walk_preorder() if x.kind == K.CALL_EXPR],
+                self.path,
+            )
+        )
 
     def loop(self, c, loops: int) -> None:
         K = self.K
@@ -566,7 +614,7 @@ class _Body:
     def access(self, c, op: str) -> None:
         m = self.member_of(c)
         if m and m[0]:
-            self.fn.accesses.append(Access(m[0], m[1], c.location.line, op, m[2]))
+            self.fn.accesses.append(Access(m[0], m[1], c.location.line, op, m[2], self.path))
 
     def member_op(self, c, op: str) -> None:
         """Record a write-like access on the member ``c`` names (through subscripts too)."""
@@ -602,6 +650,9 @@ class _Body:
         if node.kind == K.DECL_REF_EXPR:
             return node.spelling, ""
         return _text(node), ""
+
+    def calls_in(self, c) -> list[str]:
+        return [x.spelling for x in c.walk_preorder() if x.kind == self.K.CALL_EXPR]
 
     def reads(self, c) -> list[str]:
         """Locals and record.member an expression reads."""

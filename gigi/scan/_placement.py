@@ -1,5 +1,5 @@
 """Where a probe goes in a function, found with libclang: the statement at a site's line
-(or the loop of a WAIT), the text to insert before and after it, and the object and amount
+(or the loop or branch of a WAIT), the text to insert before and after it, and the object and amount
 expressions as int64. Used by the instrumenter (``_instrument.py``)."""
 
 from __future__ import annotations
@@ -129,6 +129,10 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
     obj = _object(ci, fn, s.get("object_expr") or "")
     amount = _amount(ci, fn, s.get("amount_expr") or "1")
     loops = (ci.CursorKind.WHILE_STMT, ci.CursorKind.FOR_STMT, ci.CursorKind.DO_STMT)
+    if kind == "WAIT" and not any(x.cursor.kind in loops and x.line == line for x in stmts):
+        branch = _branch_at(ci, fn, line)
+        if branch is not None:
+            return _place_branch(ci, branch, stmts, res, obj, amount, site)
     if kind == "WAIT":
         cands = [x for x in stmts if x.cursor.kind in loops and x.line <= line <= x.end_line]
         if not cands:
@@ -200,12 +204,73 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
     return f"{'after' if after else 'before'} the statement at line {stmt.line}", ins
 
 
-def place_level(ci, raw: bytes, fn, s: dict, res: str, member: str, done: set[int]):
-    """A lock resource's ACQUIRE or RELEASE site becomes the changes of its level in the
-    function: each assignment of the level member records the step up (ACQUIRE) or down
-    (RELEASE) by as many levels, for the resource as a whole (object 0)."""
-    assign = re.compile(rf"\s*([A-Za-z_]\w*)\s*(->|\.)\s*{re.escape(member)}\s*=[^=]")
-    record = s["resource"]
+def scope_handed_on(ci, raw: bytes, fn, before: int, scope: str) -> list:
+    """Where a function leaves its scope early: before each return, ahead of its probe at
+    ``before``, that returns what a call returns. That path hands the event to the call
+    (sqlite3PcacheFetchFinish returns pcacheFetchFinishWithInit, which finishes the fetch
+    through sqlite3PcacheFetchFinish again): the function will not record it, so the call's
+    own probe must."""
+    out = []
+    for st in _statements(ci, fn, raw):
+        c = st.cursor
+        if c.kind != ci.CursorKind.RETURN_STMT or st.start >= before:
+            continue
+        if not any(x.kind == ci.CursorKind.CALL_EXPR for x in c.walk_preorder()):
+            continue
+        leave = f"gigi_scope_leave(&{scope}); {scope} = 0;"
+        if st.in_block:
+            out.append((st.start, 0, f"{MARK_OPEN}{leave}{MARK_CLOSE}"))
+        else:
+            out += [
+                (st.start, 0, f"{MARK_OPEN}{{ {leave}{MARK_CLOSE}"),
+                (st.end, 5, f"{MARK_OPEN} }}{MARK_CLOSE}"),
+            ]
+    return out
+
+
+def _branch_at(ci, fn, line: int):
+    """The then- or else-statement of an if that starts at ``line`` (a WAIT on a branch)."""
+    for c in body_of(ci, fn).walk_preorder():
+        if c.kind == ci.CursorKind.IF_STMT:
+            for kid in list(c.get_children())[1:3]:
+                if kid.extent.start.line == line and kid.kind != ci.CursorKind.IF_STMT:
+                    return kid
+    return None
+
+
+def _place_branch(ci, branch, stmts: list[_Stmt], res: str, obj: str, amount: str, site: int):
+    """A WAIT on a branch (a lookup's slow path) begins where the branch begins and ends
+    when it is left by any way out (a variable with a cleanup attribute: a goto out, a
+    return or a break end it too). A slow path of the same resource inside it, in a function
+    it calls (the spill inside a miss), is part of this wait: a scope, as for other kinds."""
+    var, scope = f"gigi_wait_{site}", f"gigi_in_wait_{site}"
+    begin = (
+        f"int {scope} __attribute__((cleanup(gigi_scope_leave))) = "
+        f"gigi_scope_enter({res}, GIGI_WAIT); "
+        f"int64_t {var} __attribute__((cleanup(gigi_wait_cleanup))) = "
+        f"gigi_scope_outermost({scope}) ? gigi_wait_begin({res}, {obj}, {amount}, {site}) : 0;"
+    )
+    b0, b1 = branch.extent.start.offset, branch.extent.end.offset
+    if branch.extent.start.file is None:
+        raise Unplaceable(f"the branch at line {branch.extent.start.line} is in a macro")
+    if branch.kind == ci.CursorKind.COMPOUND_STMT:
+        ins = [(b0 + 1, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}")]
+    else:
+        b1 = next((x.end for x in stmts if x.cursor == branch), b1)
+        ins = [
+            (b0, 1, f"{MARK_OPEN}{{ {begin}{MARK_CLOSE}"),
+            (b1, 8, f"{MARK_OPEN} }}{MARK_CLOSE}"),
+        ]
+    return f"around the branch at line {branch.extent.start.line}", ins
+
+
+def place_level(ci, raw: bytes, fn, s: dict, res: str, record: str, member: str, done: set[int]):
+    """A lock's or log's ACQUIRE or RELEASE site becomes the changes of its level in the
+    function: each assignment of the level member (``member``, a path from ``record``:
+    ``eLock`` of Pager, ``hdr.mxFrame`` of Wal) records the step up (ACQUIRE) or down
+    (RELEASE) by as many units, for the resource as a whole (object 0)."""
+    path = r"\s*\.\s*".join(re.escape(p) for p in member.split("."))
+    assign = re.compile(rf"\s*([A-Za-z_]\w*)\s*(->|\.)\s*{path}\s*=[^=]")
     found = []
     for stmt in _statements(ci, fn, raw):
         m = assign.match(raw[stmt.start : stmt.end].decode(errors="replace"))
@@ -272,9 +337,13 @@ _INTEGERS = {
 
 def _object(ci, fn, expr: str) -> str:
     """The object as an int64: a pointer by its address, an integer as it is; 0 when the scan
-    gave none or it is neither (a struct)."""
+    gave none or it is neither (a struct). An expression other than a name is what the
+    function passes a callee's integer parameter (``WAL_READ_LOCK(mxI)``): taken as it is."""
     name = expr.strip()
-    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+    if name and not re.fullmatch(r"[A-Za-z_]\w*", name):
+        effects = re.search(r"[;{}\"']|\+\+|--|[^=!<>]=[^=]", name)
+        return "0" if effects else f"(int64_t)({name})"
+    if not name:
         return "0"
     t = _declared_type(ci, fn, name)
     if t is None:

@@ -17,11 +17,13 @@ from gigi.scan._offline import (
     Candidate,
     ResourceGuess,
     links_of,
+    log_levels,
     owners,
     phase1,
     phase2,
     records_of,
     resource_of,
+    slow_branches,
 )
 from gigi.scan._parse import (
     ScanError,
@@ -103,6 +105,11 @@ def scan(
             proposals += phase2(fn, res, names[res])
         else:
             proposals += backend.phase2(fn, res, names[res])
+    # logs counted by their end position, whatever proposed the records (a code pattern)
+    logs, logged = log_levels(list(functions.values()), records, members, guesses)
+    guesses = [*guesses, *(g for g in logs if g.name not in names)]
+    names.update({g.name: g for g in logs if g.name not in names})
+    proposals += logged
     recall_s = time.perf_counter() - t1
     t2 = time.perf_counter()
     results = []
@@ -110,20 +117,24 @@ def scan(
         fn = functions.get((c.file, c.function))
         g = names.get(c.resource)
         mine, links = (records_of(g), links_of(g)) if g else (set(), set())
-        v = verify(c, fn, mine, g is not None, links)
+        v = verify(c, fn, mine, g is not None, links, g.level if g else "")
         results.append((c, v.ok, v.reason))
     # a function that acquires or releases touches the data as part of it: not a USE of its own
     moves = {
-        (c.file, c.function) for c, ok, _ in results if ok and c.kind in ("ACQUIRE", "RELEASE")
+        (c.file, c.function, c.resource)
+        for c, ok, _ in results
+        if ok and c.kind in ("ACQUIRE", "RELEASE")
     }
     results = [
         (c, False, "the function acquires or releases; its accesses are part of that")
-        if ok and c.kind == "USE" and (c.file, c.function) in moves
+        if ok and c.kind == "USE" and (c.file, c.function, c.resource) in moves
         else (c, ok, why)
         for c, ok, why in results
     ]
     results = _at_the_interface(results, functions)
     results = _waits_for_what_they_retry(results, functions, names)
+    results = _objects_through_calls(results, functions)
+    results = _waits_on_what_they_missed(results, functions, names, own, declared)
     verify_s = time.perf_counter() - t2
     stats = {
         "files": len(files),
@@ -193,6 +204,62 @@ def _waits_for_what_they_retry(results: list, functions: dict, guesses: dict) ->
     return out
 
 
+def _waits_on_what_they_missed(
+    results: list, functions: dict, guesses: dict, own: dict, declared: dict
+) -> list:
+    """A miss waits for the resource the lookup was made on, in whatever function the branch
+    stands: getPageNormal (the pager's) reads the page when sqlite3PcacheFetch (the page
+    cache's) had no data for it, so the wait is on the page cache, and lines up with the
+    holds of its pages."""
+    by_name = {f.name.split("::")[-1]: f for f in functions.values()}
+    out = []
+    for c, ok, why in results:
+        fn = functions.get((c.file, c.function))
+        g = guesses.get(c.resource)
+        if ok and c.kind == "WAIT" and fn is not None and g is not None:
+            slow = next(
+                (s for s in slow_branches(fn, records_of(g)) if s.branch.line == c.line), None
+            )
+            callee = by_name.get(slow.lookup) if slow and slow.lookup else None
+            looked_up = resource_of(callee, own, declared) if callee else None
+            if looked_up and looked_up != c.resource:
+                c = replace(c, resource=looked_up)
+                why = f"{why}; {slow.lookup} looks up {looked_up}: the wait is on it"
+        out.append((c, ok, why))
+    return out
+
+
+def _objects_through_calls(results: list, functions: dict) -> list:
+    """A site whose statement calls a function that performs the same event on the same
+    resource, for an object it takes as an integer parameter, performs it for the argument
+    passed there: walTryBeginRead's ``walLockShared(pWal, WAL_READ_LOCK(mxI))`` takes the read
+    lock mxI, and sqlite3WalEndReadTransaction gives back ``WAL_READ_LOCK(pWal->readLock)``.
+    Without it, the outer event (the one recorded) would be of the resource as a whole."""
+    by_name = {name: fn for (_, name), fn in functions.items()}
+    objects = {
+        (c.function, c.kind, c.resource): c.object_expr
+        for c, ok, _ in results
+        if ok and c.object_expr
+    }
+    out = []
+    for c, ok, why in results:
+        fn = functions.get((c.file, c.function))
+        if ok and not c.object_expr and fn is not None:
+            for call in fn.calls:
+                callee = by_name.get(call.callee)
+                param = objects.get((call.callee, c.kind, c.resource))
+                if call.line != c.line or callee is None or param is None:
+                    continue
+                names = [n for _, n in callee.params]
+                i = names.index(param) if param in names else -1
+                if 0 <= i < len(call.args) and "*" not in callee.params[i][0]:
+                    c = replace(c, object_expr=call.args[i].strip())
+                    why = f"{why}; the object is what it passes {call.callee} as {param}"
+                    break
+        out.append((c, ok, why))
+    return out
+
+
 def _at_the_interface(results: list, functions: dict) -> list:
     """A helper private to its file (static in C) whose every caller performs the same event
     on the same resource is part of their event: it is recorded once, where callers see it
@@ -253,6 +320,9 @@ def write(result: ScanResult, out: str | os.PathLike) -> dict:
                 "capacity": pa.array([None] * len(result.resources), pa.int64()),
                 "unit": pa.array([g.unit for g in result.resources], pa.string()),
                 "sharing": pa.array([g.sharing for g in result.resources], pa.string()),
+                # the scanner's own (readers ignore it): for a log counted by its end
+                # position, the member path to it from the record the log is named after
+                "level": pa.array([g.level or None for g in result.resources], pa.string()),
             }
         ),
         out / "resources.parquet",

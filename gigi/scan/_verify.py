@@ -4,10 +4,15 @@
   entry popped) and a value derived from the resource through a lookup (iteration, indexing,
   a container search, a free-list pop) reaches its return value or an out-parameter.
 - WAIT: a loop whose condition reads runtime state (the resource's members, a predicate call)
-  or that retries forever, around a blocking call, a sleep, a condition wait, I/O or eviction.
+  or that retries forever, around a blocking call, a sleep, a condition wait, I/O or eviction;
+  or a branch that is a lookup's slow path, taken when what a call on the resource handed
+  back has no object or no data (a miss) or when the resource is past its limit (full),
+  around I/O, an eviction, a spill, a sleep or a wait.
 - RELEASE: a release effect (a count lowered, a flag cleared, a free-list insertion, free,
   delete, unlock, put), the released object not used after it and not returned.
 - USE: the function reads or writes the resource's members or its objects' data.
+- A log counted by its end position (``level``): ACQUIRE sets the position to a local the
+  function counted up (an append), RELEASE sets it back (a restart, a truncation, a rollback).
 
 Candidates from any backend go through here, so a site the LLM made up (a function that does
 not exist, a line outside it, a resource that is not one) is rejected with its reason.
@@ -28,6 +33,8 @@ from gigi.scan._offline import (
     references_taken,
     release_effects,
     same_path,
+    slow_branches,
+    slow_calls,
     takes_units,
     walks,
 )
@@ -43,10 +50,16 @@ class Verdict:
 
 
 def verify(
-    c: Candidate, fn: Function | None, mine: set[str], is_resource: bool, links: set[str]
+    c: Candidate,
+    fn: Function | None,
+    mine: set[str],
+    is_resource: bool,
+    links: set[str],
+    level: str = "",
 ) -> Verdict:
     """``mine``: the resource's records (its own and its objects'); ``links``: its members
-    that list objects (free lists, slot arrays, maps), as ``record.member``."""
+    that list objects (free lists, slot arrays, maps), as ``record.member``; ``level``: for a
+    log counted by its end position, the path to that member."""
     if fn is None:
         return Verdict(False, f"no function {c.function} in {c.file}")
     if not fn.line <= c.line <= fn.end_line:
@@ -55,6 +68,8 @@ def verify(
         )
     if not is_resource:
         return Verdict(False, f"{c.resource} is not a resource found in phase 1")
+    if level:
+        return _level_change(c, fn, level)
     check = {"ACQUIRE": _acquire, "WAIT": _wait, "RELEASE": _release, "USE": _use}.get(c.kind)
     if check is None:
         return Verdict(False, f"unknown kind {c.kind!r}")
@@ -75,6 +90,33 @@ def _derived(fn: Function, mine: set[str]) -> set[str]:
             elif _mine(a.target, mine) and a.op == "=":
                 out.update(s for s in a.sources if "." not in s and s in fn.locals)
     return out
+
+
+def _level_change(c: Candidate, fn: Function, level: str) -> Verdict:
+    member = level.rsplit(".", 1)[-1]
+    sets = [
+        a
+        for a in fn.assigns
+        if a.line == c.line and a.op == "=" and a.target.split(".", 1)[-1] == member
+    ]
+    if not sets:
+        return Verdict(False, f"line {c.line} does not set the log's end ({member})")
+    a = sets[0]
+    rhs = a.text.split("=", 1)[1].strip()
+    counted = (
+        len(a.sources) == 1
+        and a.sources[0] in fn.locals
+        and any(x.target == a.sources[0] and x.op == "+=" for x in fn.assigns)
+    )
+    if c.kind == "ACQUIRE":
+        if not counted:
+            return Verdict(False, f"{a.text}: not set to a count the function raised")
+        return Verdict(True, f"the log's end set to {rhs}, counted up as records were appended")
+    if c.kind == "RELEASE":
+        if counted:
+            return Verdict(False, f"{a.text}: set forward, not back")
+        return Verdict(True, f"the log's end set back to {rhs}: its records are given up")
+    return Verdict(False, f"a log counted by its end position has no {c.kind} sites")
 
 
 def _resource_params(fn: Function, mine: set[str]) -> set[str]:
@@ -180,6 +222,9 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
 
 def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
     loop = next((lp for lp in fn.loops if lp.line == c.line), None)
+    branch = next((b for b in fn.branches if b.line == c.line), None)
+    if loop is None and branch is not None:
+        return _branch_wait(c, fn, mine, branch)
     if loop is None:
         loop = next((lp for lp in fn.loops if lp.line <= c.line <= lp.end_line), None)
     if loop is None:
@@ -203,6 +248,23 @@ def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdic
         return Verdict(False, "the loop neither blocks, sleeps, waits, does I/O nor evicts")
     guard = ", ".join(state) if state else ", ".join(loop.cond_calls) or "retrying forever"
     return Verdict(True, f"loop guarded by {guard} around {', '.join(sorted(set(blocking)))}")
+
+
+def _branch_wait(c: Candidate, fn: Function, mine: set[str], branch) -> Verdict:
+    """A branch is a wait when it is a lookup's slow path: taken on a miss or when the
+    resource is full, around a call that takes long."""
+    if not slow_calls(branch.body_calls):
+        return Verdict(
+            False, "the branch neither blocks, sleeps, waits, does I/O, evicts nor spills"
+        )
+    slow = next((s for s in slow_branches(fn, mine) if s.branch is branch), None)
+    if slow is None:
+        return Verdict(
+            False,
+            f"the branch's condition ({branch.cond}) is neither a miss of a lookup on the "
+            "resource nor the resource past its limit: ordinary work, not a slow path",
+        )
+    return Verdict(True, slow.why)
 
 
 def _release(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:

@@ -6,6 +6,14 @@
  *                                  transaction (steadier than the rate on a busy machine)
  *   workload DB writers SECONDS    a batch job holds an exclusive write transaction for 0.8
  *                                  of SECONDS while four clients try 2 short writes each
+ *   workload DB smallcache SECONDS four readers, each on its own connection with a page cache
+ *                                  of SMALL_CACHE pages (the table has about 450), read random
+ *                                  rows for SECONDS, five a transaction: nearly every read
+ *                                  misses the cache and reads its page from the file
+ *   workload DB wal SECONDS [reader]
+ *                                  WAL mode: a client writes for SECONDS; with `reader`, a
+ *                                  reader keeps one read transaction open all the while, so
+ *                                  no checkpoint can restart the log and the WAL grows
  *
  * Built against an SQLite amalgamation (instrumented or not) and gigi's native runtime. */
 #define _GNU_SOURCE
@@ -109,9 +117,83 @@ static void *client(void *arg) {
     return NULL;
 }
 
+static volatile int writing;
+
+static void *wal_client(void *arg) {
+    char name[32];
+    snprintf(name, sizeof name, "client %ld", (long)arg);
+    int64_t session = gigi_task_begin(name, 0);
+    sqlite3 *db = open_db();
+    snprintf(name, sizeof name, "client %ld: UPDATE t", (long)arg);
+    transactions(db, name, now() + seconds, 1L << 62, (unsigned)(long)arg + 7);
+    sqlite3_close(db);
+    gigi_task_end(session);
+    return NULL;
+}
+
+/* A report that reads in one long transaction: the snapshot it reads stays in the WAL. */
+static void *wal_reader(void *arg) {
+    (void)arg;
+    sqlite3 *db = open_db();
+    int64_t task = gigi_task_begin("reader: BEGIN; SELECT sum(n) FROM t (left open)", 0);
+    exec(db, "BEGIN");
+    exec(db, "SELECT sum(n) FROM t");
+    while (writing) {
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    exec(db, "COMMIT");
+    gigi_task_end(task);
+    sqlite3_close(db);
+    return NULL;
+}
+
+static void wal(int with_reader) {
+    sqlite3 *db = open_db();
+    exec(db, "PRAGMA journal_mode=WAL");
+    exec(db, "UPDATE t SET n = 1 WHERE k = 0"); /* the log holds a frame: readers read it */
+    pthread_t writer, reader;
+    writing = 1;
+    if (with_reader) pthread_create(&reader, NULL, wal_reader, NULL);
+    pthread_create(&writer, NULL, wal_client, NULL);
+    pthread_join(writer, NULL);
+    writing = 0;
+    if (with_reader) pthread_join(reader, NULL);
+    sqlite3_close(db);
+}
+
+/* Pages in each reader's page cache, where the table they read has about 450. */
+#define SMALL_CACHE "10"
+
+static void *small_cache_reader(void *arg) {
+    char name[48];
+    unsigned seed = (unsigned)(long)arg + 11;
+    sqlite3 *db = open_db();
+    exec(db, "PRAGMA cache_size=" SMALL_CACHE);
+    sqlite3_stmt *get;
+    sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &get, 0);
+    snprintf(name, sizeof name, "reader %ld: SELECT v FROM t", (long)arg);
+    double until = now() + seconds;
+    while (now() < until) {
+        int64_t task = gigi_task_begin(name, 0);
+        exec(db, "BEGIN");
+        for (int i = 0; i < 5; i++) {
+            sqlite3_bind_int(get, 1, (int)(rand_r(&seed) % ROWS));
+            while (sqlite3_step(get) == SQLITE_ROW) {
+            }
+            sqlite3_reset(get);
+        }
+        exec(db, "COMMIT");
+        gigi_task_end(task);
+    }
+    sqlite3_finalize(get);
+    sqlite3_close(db);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: workload DB normal|writers SECONDS [N]\n");
+        fprintf(stderr, "usage: workload DB normal|writers|wal|smallcache SECONDS [N|reader]\n");
         return 2;
     }
     path = argv[1];
@@ -139,6 +221,12 @@ int main(int argc, char **argv) {
         gigi_task_end(task);
         for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
         sqlite3_close(db);
+    } else if (strcmp(argv[2], "wal") == 0) {
+        wal(argc > 4 && strcmp(argv[4], "reader") == 0);
+    } else if (strcmp(argv[2], "smallcache") == 0) {
+        pthread_t th[4];
+        for (long i = 0; i < 4; i++) pthread_create(&th[i], NULL, small_cache_reader, (void *)i);
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
     }
     return 0;
 }
