@@ -1,0 +1,346 @@
+"""Lakes: the layout ingest --lake writes, DuckDB over it in place, the scope's pushdown, the
+lake's SQL twins against the kernels, and bad input. Spark is in test_lake_spark.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from conftest import write_stream
+
+from gigi.cli import main
+from gigi.diagnosis import diagnose
+from gigi.diagnosis._metrics import compute
+from gigi.ingest import ingest
+from gigi.ingest._lake import ingest_lake
+from gigi.lake import diagnose_lake, open_lake
+from gigi.lake._duckdb import connect_lake
+from gigi.lake._spark_metrics import lake_sql
+from gigi.metrics.holdtime import hold_time
+from gigi.queries import connect
+from gigi.scenarios import get
+
+# Scenarios whose traces the lake tests share, one failure mode each.
+SCENARIOS = ("pg-wal-buffers", "llama-kv-leak", "mdev-34836", "mdev-34989")
+DAY = 86_400 * 10**9
+T0 = 1_795_996_800 * 10**9  # 2026-11-30T00:00:00Z
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
+    """A store and a lake holding the scenarios' traces; scenario name -> trace id."""
+    base = tmp_path_factory.mktemp("lake")
+    ids = {}
+    for name in SCENARIOS:
+        get(name).run(base / "traces" / name)
+        m = ingest(base / "traces" / name, base / "store")
+        ingest_lake(base / "store" / m.trace_id, base / "lake")
+        ids[name] = m.trace_id
+    return base / "store", base / "lake", ids
+
+
+@pytest.fixture(scope="module")
+def days_lake(tmp_path_factory) -> Path:
+    """A trace on a wall clock over three days (one ACQUIRE, WAIT and RELEASE an hour), put
+    into a lake straight from its trace directory."""
+    base = tmp_path_factory.mktemp("days")
+    hours = np.arange(72, dtype=np.int64)
+    at = T0 + hours * 3_600 * 10**9
+    ts = np.concatenate([at, at + 10**9, at + 10 * 10**9])
+    kind = np.concatenate([np.full(72, 1), np.full(72, 0), np.full(72, 3)]).astype(np.uint8)
+    task = np.concatenate([hours + 1, hours + 1000, hours + 1])
+    order = np.argsort(ts, kind="stable")
+    (base / "trace").mkdir()
+    write_stream(
+        base / "trace" / "events.arrows",
+        {
+            "ts": pa.array(ts[order]),
+            "kind": pa.array(kind[order]),
+            "resource": ["r"] * 216,
+            "task": pa.array(task[order]),
+            "thread": pa.array(task[order]),
+            "dur": pa.array(np.where(kind[order] == 0, 2 * 10**9, 0)),
+        },
+    )
+    ingest_lake(base / "trace", base / "lake")
+    return base / "lake"
+
+
+def test_layout_is_one_partition_per_trace_and_day(days_lake):
+    files = sorted(p.relative_to(days_lake).as_posix() for p in days_lake.rglob("*.parquet"))
+    (trace,) = {f.split("/")[1] for f in files}
+    assert [f for f in files if f.startswith("events/")] == [
+        f"events/{trace}/day=2026-11-{d}/part-00000.parquet" for d in ("30",)
+    ] + [f"events/{trace}/day=2026-12-0{d}/part-00000.parquet" for d in (1, 2)]
+    assert len([f for f in files if f.startswith("hold_pairs/")]) == 3
+    assert {f.split("/")[0] for f in files} == {
+        "events",
+        "hold_pairs",
+        "tasks",
+        "resources",
+        "sites",
+    }
+    events = pq.read_table(days_lake / "events" / trace)  # the day partition read back
+    assert events.num_rows == 216 and events.column("seq").to_pylist() == list(range(216))
+    assert (days_lake / "manifests" / trace / "manifest.json").is_file()
+
+
+def test_duckdb_over_the_lake_finds_what_the_store_finds(recorded):
+    store, lake, ids = recorded
+    for name, trace in ids.items():
+        want = diagnose(store, trace=trace).to_json()
+        got = diagnose_lake(lake, trace=trace).to_json()
+        assert got == want, name
+        truth = get(name).truth
+        assert (got["findings"][0]["failure_mode"], got["findings"][0]["resource"]) == (
+            truth.failure_mode,
+            truth.resource,
+        )
+
+
+def _explain(con, table: str) -> str:
+    return con.sql(f"EXPLAIN ANALYZE SELECT * FROM {table}").fetchall()[0][1]
+
+
+def test_a_window_reads_only_its_day(days_lake):
+    since = T0 + DAY + 5 * 3_600 * 10**9  # 05:00 to 07:00 of the second day
+    scope = open_lake(days_lake, since=since, until=since + 2 * 3_600 * 10**9)
+    con = connect_lake(scope)
+    plan = _explain(con, "events")
+    assert "Scanning Files: 1/3" in plan and "Total Files Read: 1" in plan, plan
+    assert "day=2026-12-01" in plan
+    assert "(ts >= " in plan  # the window goes into the scan too
+    assert "Scanning Files: 1/3" in _explain(con, "hold_pairs")
+    assert con.sql("SELECT count(*), min(ts) FROM events").fetchall() == [(6, since)]
+    # the window is a trace of its own: 2 holds, their waits, no hold from outside it
+    assert con.sql("SELECT count(*), count(*) FILTER (WHERE open) FROM holds").fetchall() == [
+        (2, 0)
+    ]
+    whole = connect_lake(open_lake(days_lake))
+    assert "Total Files Read: 3" in _explain(whole, "events")
+
+
+def test_a_window_cut_through_holds_keeps_them(days_lake):
+    at = T0 + 30 * 3_600 * 10**9  # hour 30: ACQUIRE at +0 s, WAIT at +1 s, RELEASE at +10 s
+    con = connect_lake(open_lake(days_lake, since=at + 5 * 10**9, until=at + 3_600 * 10**9))
+    # a RELEASE whose ACQUIRE came before the window: a hold begun before it
+    assert con.sql("SELECT began_before_trace, open, hold_ns FROM holds").fetchall() == [
+        (True, False, 5 * 10**9)
+    ]
+    con = connect_lake(open_lake(days_lake, since=at, until=at + 5 * 10**9))
+    assert con.sql("SELECT began_before_trace, open, hold_ns FROM holds").fetchall() == [
+        (False, True, 5 * 10**9)
+    ]
+    assert con.sql('SELECT start, "end" FROM trace_info').fetchall() == [(at, at + 5 * 10**9)]
+
+
+def test_resource_goes_into_the_scan(recorded):
+    _, lake, ids = recorded
+    trace = ids["mdev-34989"]
+    scope = open_lake(lake, trace, resources=["mdl.table"])
+    con = connect_lake(scope)
+    assert "resource='mdl.table'" in _explain(con, "events").replace(" ", "")
+    assert con.sql("SELECT DISTINCT resource FROM events").fetchall() == [("mdl.table",)]
+    d = diagnose_lake(lake, trace=trace, resources=["mdl.table"])
+    assert d.findings[0].resource == "mdl.table"
+    assert d.events == con.sql("SELECT count(*) FROM events").fetchall()[0][0] > 0
+
+
+def test_the_spark_form_of_under_provisioning_agrees_on_duckdb(recorded):
+    store, _, ids = recorded
+    con = connect(store, trace=ids["pg-wal-buffers"])
+    compute(con)
+    from gigi.detectors import load
+
+    (det,) = [d for d in load() if d.name == "under_provisioning"]
+    for p in det.params.values():
+        con.execute(f"SET VARIABLE {p.name} = {p.default!r}")
+    spark_form = det.path.with_name("under_provisioning.spark.sql").read_text()
+    want = con.sql(det.sql).fetchall()
+    assert want and want[0][0] == "pg.wal_buffers"
+    assert con.sql(spark_form).fetchall() == want
+
+
+def test_lake_sql_twins_match_the_kernels(recorded):
+    """totals_by_window, peak_by_block, distribution(_buckets) and task_metrics, run on
+    DuckDB, give what the numba kernels give."""
+    store, _, ids = recorded
+    con = connect(store, trace=ids["mdev-34989"])
+    tables = compute(con)
+    start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]
+    span = max(end - start, 1)
+    windows = con.sql(
+        lake_sql("totals_by_window", start=start, end=end, span=span, windows=50)
+    ).to_arrow_table()
+    m = tables["metrics_resources"].to_pylist()
+    for row in m:
+        mine = windows.filter(pc.equal(windows.column("resource"), row["resource"]))
+        for key in ("waits", "wait_ns", "acquires", "acquired", "uses", "used", "releases"):
+            assert (pc.sum(mine.column(key)).as_py() or 0) == row[key], key
+    # a block of 7 events cuts the running sum many times over
+    peaks = dict(con.sql(lake_sql("peak_by_block", block=7)).fetchall())
+    assert {r["resource"]: r["peak"] for r in m if r["acquires"]} == peaks
+    outstanding = tables["metrics_outstanding"]
+    for row in m:  # outstanding at a window's end: the changes summed up to it
+        mine = windows.filter(pc.equal(windows.column("resource"), row["resource"]))
+        change = dict(
+            zip(
+                mine.column("window_index").to_pylist(),
+                (
+                    a - r
+                    for a, r in zip(
+                        mine["acquired"].to_pylist(), mine["released"].to_pylist(), strict=True
+                    )
+                ),
+                strict=True,
+            )
+        )
+        level = np.cumsum([change.get(w, 0) for w in range(50)])
+        got = outstanding.filter(pc.equal(outstanding.column("resource"), row["resource"]))
+        assert got.column("outstanding").to_pylist() == level.tolist()
+    holds = con.sql("SELECT resource, hold_ns FROM holds").to_arrow_table()
+    names = sorted(set(holds.column("resource").to_pylist()))
+    codes = np.array([names.index(r) for r in holds.column("resource").to_pylist()])
+    counts, quant, hist = hold_time(codes, holds.column("hold_ns").to_numpy(), len(names))
+    durations = "(SELECT resource, hold_ns AS ns FROM holds)"
+    got = {r[0]: r[1:] for r in con.sql(lake_sql("distribution", durations=durations)).fetchall()}
+    for i, name in enumerate(names):
+        assert got[name] == (counts[i], *quant[i, :3], quant[i, 3])
+    buckets = con.sql(lake_sql("distribution_buckets", durations=durations)).fetchall()
+    for name, bucket, n in buckets:
+        assert hist[names.index(name), bucket] == n
+    assert sum(n for _, _, n in buckets) == counts.sum()
+
+
+def test_task_metrics_sql_matches_the_kernel(recorded):
+    from gigi.diagnosis._metrics import task_inputs
+    from gigi.metrics.tasks import task_shares
+
+    store, _, ids = recorded
+    con = connect(store, trace=ids["mdev-34836"])
+    want = compute(con)["metrics_tasks"]
+    w, h, e = task_inputs(con)
+    # the shares kernel per (resource, task) pair, as the Spark engine feeds it
+    pairs = sorted(
+        {
+            (r, t)
+            for tab in (w, h, e)
+            for r, t in zip(tab["resource"].to_pylist(), tab["task"].to_pylist(), strict=True)
+        }
+    )
+    index = {p: i for i, p in enumerate(pairs)}
+    names = sorted({r for r, _ in pairs})
+
+    def pair(tab):
+        return np.array(
+            [
+                index[p]
+                for p in zip(tab["resource"].to_pylist(), tab["task"].to_pylist(), strict=True)
+            ],
+            np.int64,
+        )
+
+    use = e["kind"].to_numpy() == 2
+    held, used = task_shares(
+        {"pair": pair(w), "start": w["ts"].to_numpy(), "end": w["end_ts"].to_numpy()},
+        {
+            "pair": pair(h),
+            "start": h["acquire_ts"].to_numpy(),
+            "end": h["end_ts"].to_numpy(),
+            "amount": h["amount"].to_numpy(),
+        },
+        {
+            "pair": pair(e)[use],
+            "ts": e["ts"].to_numpy()[use],
+            "amount": e["amount"].to_numpy()[use],
+        },
+        np.array([names.index(r) for r, _ in pairs], np.int64),
+        len(names),
+    )
+    con.register(
+        "shares",
+        pa.table(
+            {
+                "resource": [r for r, _ in pairs],
+                "task": [t for _, t in pairs],
+                "held": held,
+                "used": used,
+            }
+        ),
+    )
+    got = con.sql(
+        lake_sql("task_metrics", shares="shares") + " ORDER BY resource, task"
+    ).to_arrow_table()
+    want = want.sort_by([("resource", "ascending"), ("task", "ascending")])
+    assert got.column_names == want.column_names
+    for column in want.column_names:
+        assert got.column(column).to_pylist() == want.column(column).to_pylist(), column
+
+
+def test_cli_ingest_lake_and_diagnose_json(recorded, days_lake, tmp_path, capsys):
+    store, lake, ids = recorded
+    trace = ids["llama-kv-leak"]
+    assert main(["ingest", str(store / trace), "--lake", str(tmp_path / "lake")]) == 0
+    assert f"as trace={trace}" in capsys.readouterr().out
+    assert main(["diagnose", "--lake", str(tmp_path / "lake"), "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert main(["diagnose", str(store), "--trace", trace, "--format", "json"]) == 0
+    assert got == json.loads(capsys.readouterr().out)
+    assert got["findings"][0]["failure_mode"] == "leak"
+    window = ["--since", "2026-12-01T05:00", "--until", "2026-12-01T07:00"]
+    assert main(["diagnose", "--lake", str(days_lake), *window, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["events"] == 6
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--lake", "{missing}"], r"no such lake"),
+        (["--lake", "{lake}"], r"lake holds 4 traces, pick one with --trace"),
+        (["--lake", "{lake}", "--trace", "nope"], r"no trace 'nope' in this lake"),
+        (
+            ["--lake", "{lake}", "--trace", "{trace}", "--since", "noon"],
+            r"--since 'noon': expected",
+        ),
+        (
+            ["--lake", "{lake}", "--trace", "{trace}", "--since", "9", "--until", "9"],
+            r"window is empty",
+        ),
+        (
+            ["--lake", "{lake}", "--trace", "{trace}", "--resource", "pg.wal_bufers"],
+            r"did you mean 'pg.wal_buffers'",
+        ),
+        (
+            ["--lake", "{lake}", "--trace", "{trace}", "--engine", "sparc"],
+            r"unknown engine 'sparc'",
+        ),
+        (["{store}", "--since", "5"], r"--since need\(s\) --lake"),
+        (["--lake", "{store}"], r"not a gigi lake"),
+    ],
+)
+def test_bad_input_is_one_line(recorded, tmp_path, capsys, args, message):
+    store, lake, ids = recorded
+    values = {"missing": tmp_path / "none", "lake": lake, "store": store}
+    values["trace"] = ids["pg-wal-buffers"]
+    argv = ["diagnose", *(a.format(**values) for a in args)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and re.search(message, err), err
+
+
+def test_spark_engine_without_pyspark_says_how_to_install(recorded, monkeypatch, capsys):
+    import sys
+
+    _, lake, ids = recorded
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    argv = ["diagnose", "--lake", str(lake), "--trace", ids["pg-wal-buffers"], "--engine", "spark"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "pip install 'gigi[spark]'" in err, err
