@@ -167,6 +167,15 @@ def test_the_spark_form_of_under_provisioning_agrees_on_duckdb(recorded):
     assert con.sql(spark_form).fetchall() == want
 
 
+def _documented(con, name: str, sql: str) -> None:
+    from gigi.lake._scope import SQL_DIR
+    from gigi.queries._docs import parse
+
+    doc = parse(SQL_DIR / f"{name}.sql")
+    columns = con.sql(sql).columns
+    assert doc.summary and not [c for c in columns if c not in doc.columns], name
+
+
 def test_lake_sql_twins_match_the_kernels(recorded):
     """totals_by_window, peak_by_block, distribution(_buckets) and task_metrics, run on
     DuckDB, give what the numba kernels give."""
@@ -185,6 +194,14 @@ def test_lake_sql_twins_match_the_kernels(recorded):
             assert (pc.sum(mine.column(key)).as_py() or 0) == row[key], key
     # a block of 7 events cuts the running sum many times over
     peaks = dict(con.sql(lake_sql("peak_by_block", block=7)).fetchall())
+    durations = "(SELECT resource, hold_ns AS ns FROM holds)"
+    for name, values in {
+        "totals_by_window": {"start": start, "end": end, "span": span, "windows": 50},
+        "peak_by_block": {"block": 7},
+        "distribution": {"durations": durations},
+        "distribution_buckets": {"durations": durations},
+    }.items():
+        _documented(con, name, lake_sql(name, **values))
     assert {r["resource"]: r["peak"] for r in m if r["acquires"]} == peaks
     outstanding = tables["metrics_outstanding"]
     for row in m:  # outstanding at a window's end: the changes summed up to it
@@ -344,3 +361,85 @@ def test_spark_engine_without_pyspark_says_how_to_install(recorded, monkeypatch,
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "pip install 'gigi[spark]'" in err, err
+
+
+# -- Spark: one local session for the module, two cores, 2 GiB
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from gigi.lake._spark import session
+
+    s = session("local[2]", "2g")
+    s.conf.set("spark.sql.shuffle.partitions", "2")
+    yield s
+    s.stop()
+
+
+@pytest.mark.slow
+def test_spark_finds_what_duckdb_finds(recorded, spark):
+    store, lake, ids = recorded
+    # pg-wal-buffers runs under_provisioning's Spark form; mdev-34989 a blame chain
+    for name in ("pg-wal-buffers", "mdev-34989"):
+        want = diagnose(store, trace=ids[name]).to_json()
+        got = diagnose_lake(lake, trace=ids[name], engine="spark", spark=spark).to_json()
+        assert got == want, name
+        assert got["findings"][0]["failure_mode"] == get(name).truth.failure_mode
+    # a window and a resource: the same narrowed trace on both engines
+    m = open_lake(lake, ids["mdev-34989"]).manifest
+    scope = {
+        "trace": ids["mdev-34989"],
+        "since": m.start + (m.end - m.start) // 4,
+        "until": m.end - (m.end - m.start) // 4,
+        "resources": ["mdl.table"],
+    }
+    want = diagnose_lake(lake, **scope).to_json()
+    got = diagnose_lake(lake, engine="spark", spark=spark, **scope).to_json()
+    assert got == want and 0 < got["events"] < m.events
+
+
+@pytest.mark.slow
+def test_spark_prunes_days_and_pushes_the_window_down(days_lake, spark):
+    from gigi.lake._spark import SparkEngine
+
+    since = T0 + DAY + 5 * 3_600 * 10**9
+    SparkEngine(open_lake(days_lake, since=since, until=since + 7_200 * 10**9), spark=spark)
+    df = spark.table("lake_events")
+    assert df.count() == 6
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    partition_filters = re.search(r"PartitionFilters: \[([^\]]*)\]", plan).group(1)
+    assert "day" in partition_filters and "2026-12-01" in partition_filters, plan
+    pushed = re.search(r"PushedFilters: \[([^\]]*)\]", plan).group(1)
+    assert f"GreaterThanOrEqual(ts,{since})" in pushed, plan
+    # what the scan reads: one day's file of three
+    files = {f.rsplit("/", 2)[-2] for f in df.inputFiles()}
+    assert files == {"day=2026-12-01"}
+
+
+@pytest.mark.slow
+def test_transpiled_sql_means_on_spark_what_it_means_on_duckdb(recorded, spark):
+    import duckdb
+
+    from gigi.lake._transpile import to_spark
+    from gigi.metrics import sql_twin
+
+    queries = [
+        # ordered lists (DESC keys, ties), slices, 1-based indexes
+        "SELECT g, list(x ORDER BY y DESC, x)[:3] AS l, list(DISTINCT y ORDER BY y) AS d, "
+        "(['a', 'b', 'c'])[g + 1] AS pick FROM (VALUES (0, 5, 1), (0, 3, 2), (0, 4, 2), "
+        "(0, 9, 0), (1, 1, 7)) AS t(g, x, y) GROUP BY g ORDER BY g",
+        # division in DOUBLE, and printf's rounding (C's, not Java's)
+        "SELECT 7 / (10 * 0.1 * 4.0) AS q, printf('%d of %.1f: %.0f%%', 3, 0.25, 12.5) AS s",
+    ]
+    con = duckdb.connect()
+    for q in queries:
+        assert [tuple(r) for r in spark.sql(to_spark(q)).collect()] == con.sql(q).fetchall(), q
+    # the metrics' SQL twins, on Spark over the views the engine made, and on DuckDB
+    store, lake, ids = recorded
+    from gigi.lake._spark import SparkEngine
+
+    engine = SparkEngine(open_lake(lake, ids["mdev-34989"]), spark=spark)
+    duck = connect(store, trace=ids["mdev-34989"])
+    for name in ("resource_totals", "hold_time", "wait_time"):
+        want = duck.sql(sql_twin(name)).fetchall()
+        assert [tuple(r) for r in engine.sql(sql_twin(name)).collect()] == want, name
