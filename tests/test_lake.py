@@ -387,10 +387,14 @@ def test_spark_finds_what_duckdb_finds(recorded, spark):
         assert got["findings"][0]["failure_mode"] == get(name).truth.failure_mode
     # a window and a resource: the same narrowed trace on both engines
     m = open_lake(lake, ids["mdev-34989"]).manifest
+    con = connect(store, trace=ids["mdev-34989"])
+    quarter, three = con.sql(
+        "SELECT quantile_disc(ts, 0.25), quantile_disc(ts, 0.75) FROM events"
+    ).fetchall()[0]
     scope = {
         "trace": ids["mdev-34989"],
-        "since": m.start + (m.end - m.start) // 4,
-        "until": m.end - (m.end - m.start) // 4,
+        "since": quarter,
+        "until": three,
         "resources": ["mdl.table"],
     }
     want = diagnose_lake(lake, **scope).to_json()

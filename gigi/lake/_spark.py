@@ -124,6 +124,9 @@ class SparkEngine:
     def compute_metrics(self, stages) -> None:
         from gigi.lake._spark_metrics import compute
 
+        with stages("views: holds and waits"):
+            for name in ("holds", "waits"):
+                self.spark.table(name).count()  # the cache filled now, not by whoever is first
         compute(self.spark, self.scope, stages)
 
     def sql(self, sql: str, where: str = "query"):

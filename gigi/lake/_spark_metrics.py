@@ -90,6 +90,7 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
         tasks = sql(lake_sql("task_metrics", shares="task_shares_by_chunk"))
         tasks.createOrReplaceTempView("metrics_tasks")
         spark.catalog.cacheTable("metrics_tasks")
+        spark.table("metrics_tasks").count()  # computed here, not by the first detector
 
 
 def _register(spark, name: str, table: pa.Table) -> None:
