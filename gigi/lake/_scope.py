@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gigi.errors import IngestError, QueryError, did_you_mean
 from gigi.ingest import Manifest
-from gigi.ingest._lake import DAY_NS, MANIFESTS, day_of, partition
+from gigi.ingest._lake import MANIFESTS, day_of, partition
 
 SQL_DIR = Path(__file__).parent / "sql"
 EVENT_COLUMNS = ("ts, kind, resource, task, thread, amount, dur, object, site, value, seq").split(
@@ -224,6 +224,3 @@ def _resources(lake: Path, trace: str) -> list[str]:
         return pq.read_table(folder, columns=["resource"]).column("resource").to_pylist()
     except (OSError, ValueError) as e:
         raise IngestError(f"{folder}: cannot read the resources table ({e})") from None
-
-
-assert DAY_NS == 86_400 * 10**9

@@ -138,6 +138,7 @@ class SparkEngine:
 
     def detector(self, det: Detector) -> list[tuple]:
         from pyspark.errors import PySparkException
+        from sqlglot.errors import SqlglotError
 
         try:
             df = self.spark.sql(to_spark(spark_text(det.path), self.values, str(det.path)))
@@ -145,8 +146,11 @@ class SparkEngine:
             rows = df.select(*COLUMNS).collect()
         except PySparkException as e:
             raise DetectorError(f"{det.path}: {_first_line(e)}") from None
-        except ValueError as e:  # sqlglot's ParseError
-            raise DetectorError(f"{det.path}: does not transpile to Spark SQL: {e}") from None
+        except SqlglotError as e:
+            raise DetectorError(
+                f"{det.path}: does not transpile to Spark SQL ({_first_line(e)}); write its "
+                f"Spark form beside it as {det.path.stem}.spark.sql"
+            ) from None
         return [tuple(r) for r in rows]
 
     def register_sites(self, table: pa.Table) -> str:
