@@ -6,10 +6,13 @@
  *                                  transaction (steadier than the rate on a busy machine)
  *   workload DB writers SECONDS    a batch job holds an exclusive write transaction for 0.8
  *                                  of SECONDS while four clients try 2 short writes each
- *   workload DB smallcache SECONDS four readers, each on its own connection with a page cache
- *                                  of SMALL_CACHE pages (the table has about 450), read random
- *                                  rows for SECONDS, five a transaction: nearly every read
- *                                  misses the cache and reads its page from the file
+ *   workload DB smallcache SECONDS [PAGES]
+ *                                  four readers, each on its own connection with a page cache
+ *                                  of PAGES pages (10; the table has about 450; SQLite's
+ *                                  cache_size, so -2000 is its default of 2000 KiB), join 200
+ *                                  rows to 200 others scattered over the table per transaction
+ *                                  for SECONDS: with 10, nearly every row misses the cache and
+ *                                  its page is read from the file
  *   workload DB wal SECONDS [reader]
  *                                  WAL mode: a client writes for SECONDS; with `reader`, a
  *                                  reader keeps one read transaction open all the while, so
@@ -162,27 +165,34 @@ static void wal(int with_reader) {
     sqlite3_close(db);
 }
 
-/* Pages in each reader's page cache, where the table they read has about 450. */
-#define SMALL_CACHE "10"
+static const char *cache_pages = "10"; /* each reader's PRAGMA cache_size */
+
+static pthread_barrier_t readers_ready; /* the readers read at the same time */
 
 static void *small_cache_reader(void *arg) {
     char name[48];
     unsigned seed = (unsigned)(long)arg + 11;
     sqlite3 *db = open_db();
-    exec(db, "PRAGMA cache_size=" SMALL_CACHE);
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA cache_size=%s", cache_pages);
+    exec(db, pragma);
     sqlite3_stmt *get;
-    sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &get, 0);
-    snprintf(name, sizeof name, "reader %ld: SELECT v FROM t", (long)arg);
+    /* 200 neighbours, each with a row scattered over the table (7919 is prime) */
+    sqlite3_prepare_v2(db,
+                       "SELECT count(b.v) FROM t AS a JOIN t AS b ON b.k = a.k * 7919 % ?2 "
+                       "WHERE a.k BETWEEN ?1 AND ?1 + 199",
+                       -1, &get, 0);
+    sqlite3_bind_int(get, 2, ROWS);
+    snprintf(name, sizeof name, "reader %ld: SELECT ... JOIN t", (long)arg);
+    pthread_barrier_wait(&readers_ready);
     double until = now() + seconds;
     while (now() < until) {
         int64_t task = gigi_task_begin(name, 0);
         exec(db, "BEGIN");
-        for (int i = 0; i < 5; i++) {
-            sqlite3_bind_int(get, 1, (int)(rand_r(&seed) % ROWS));
-            while (sqlite3_step(get) == SQLITE_ROW) {
-            }
-            sqlite3_reset(get);
+        sqlite3_bind_int(get, 1, (int)(rand_r(&seed) % ROWS));
+        while (sqlite3_step(get) == SQLITE_ROW) {
         }
+        sqlite3_reset(get);
         exec(db, "COMMIT");
         gigi_task_end(task);
     }
@@ -193,7 +203,8 @@ static void *small_cache_reader(void *arg) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: workload DB normal|writers|wal|smallcache SECONDS [N|reader]\n");
+        fprintf(stderr,
+                "usage: workload DB normal|writers|wal|smallcache SECONDS [N|reader|PAGES]\n");
         return 2;
     }
     path = argv[1];
@@ -225,6 +236,8 @@ int main(int argc, char **argv) {
         wal(argc > 4 && strcmp(argv[4], "reader") == 0);
     } else if (strcmp(argv[2], "smallcache") == 0) {
         pthread_t th[4];
+        if (argc > 4) cache_pages = argv[4];
+        pthread_barrier_init(&readers_ready, NULL, 4);
         for (long i = 0; i < 4; i++) pthread_create(&th[i], NULL, small_cache_reader, (void *)i);
         for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
     }
