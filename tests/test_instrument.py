@@ -8,6 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -210,3 +211,45 @@ def test_a_log_counted_by_its_end_position_records_how_far_it_moved(tmp_path):
         ("checkpoint", 3, 8),
         ("append 2", 1, 2),
     ]
+
+
+def test_only_functions_that_may_call_a_site_of_their_own_kind_open_a_scope(tmp_path):
+    """A wrapper whose callee performs the same event opens a scope, so that the event is
+    recorded once; a function that calls no such site only checks that no caller has one
+    open; a call through a function pointer may reach anything."""
+    from gigi.scan._instrument import _Nesting
+
+    hierarchy = tmp_path / "hierarchy"
+    hierarchy.mkdir()
+    calls = [
+        ("pool_put", "pool_put_locked", False),
+        ("pool_put_locked", "memset", False),
+        ("pool_drain", "release_hook", True),
+    ]
+    pq.write_table(
+        pa.table(
+            {
+                "function": [c[0] for c in calls],
+                "file": ["p.c"] * 3,
+                "callee": [c[1] for c in calls],
+                "line": [1, 2, 3],
+                "indirect": [c[2] for c in calls],
+            }
+        ),
+        hierarchy / "calls.parquet",
+    )
+    pq.write_table(
+        pa.table({"name": ["pool_put", "pool_put_locked", "pool_drain"], "file": ["p.c"] * 3}),
+        hierarchy / "functions.parquet",
+    )
+    sites = [
+        {"function": f, "kind": "RELEASE", "resource": "pool", "verified": True}
+        for f in ("pool_put", "pool_put_locked", "pool_drain")
+    ]
+    nesting = _Nesting(hierarchy, sites)
+    assert nesting.own_scope("pool_put", "RELEASE", "pool")
+    assert not nesting.own_scope("pool_put_locked", "RELEASE", "pool")
+    assert nesting.own_scope("pool_drain", "RELEASE", "pool")
+    assert not nesting.own_scope("pool_put", "ACQUIRE", "pool")
+    # without a call graph, every function keeps its scope
+    assert _Nesting(tmp_path / "none", sites).own_scope("pool_put_locked", "RELEASE", "pool")

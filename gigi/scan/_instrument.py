@@ -94,6 +94,7 @@ def instrument(
     )
     commands = load_compile_commands(Path(compile_commands)) if compile_commands else None
     levels = _lock_levels(sites_path.parent / "hierarchy" / "members.parquet", resources)
+    nesting = _Nesting(sites_path.parent / "hierarchy", sites)
     shutil.copytree(src, out, symlinks=True)
     by_file: dict[str, list[dict]] = {}
     for s in sites:
@@ -106,7 +107,7 @@ def instrument(
             placements += [_skip(s, f"no file {rel} under {src}") for s in file_sites]
             continue
         flags = compile_flags(path, src, commands)
-        text, placed = _instrument_file(path, rel, flags, file_sites, resources, levels)
+        text, placed = _instrument_file(path, rel, flags, file_sites, resources, levels, nesting)
         placements += placed
         if any(p.placed for p in placed):
             target = out / rel
@@ -146,6 +147,48 @@ def _lock_levels(members_path: Path, resources: dict) -> dict[str, tuple[str, st
     return out
 
 
+class _Nesting:
+    """Which functions need a scope of their own: those that may call, directly or not, a
+    function with a site of the same kind on the same resource, whose event would then be
+    part of theirs. The others only check that no caller has such a scope open, which spares
+    them a scope's bookkeeping on every call (and lets small accessors stay inlined). Read
+    from the scan's call graph (hierarchy/calls.parquet); a call through a function pointer
+    may reach anything, and without the call graph every function gets its scope."""
+
+    def __init__(self, hierarchy: Path, sites: list[dict]) -> None:
+        self.known = (hierarchy / "calls.parquet").is_file()
+        self.calls: dict[str, set[str]] = {}
+        self.pointers: set[str] = set()
+        self.defined: set[str] = set()
+        if self.known:
+            for c in pq.read_table(hierarchy / "calls.parquet").to_pylist():
+                self.calls.setdefault(c["function"], set()).add(c["callee"])
+                if c.get("indirect", True):  # a call graph without the column: unknown
+                    self.pointers.add(c["callee"])
+            if (hierarchy / "functions.parquet").is_file():
+                functions = pq.read_table(hierarchy / "functions.parquet").to_pylist()
+                self.defined = {f["name"] for f in functions}
+        self.keys: dict[str, set[tuple[str, str]]] = {}
+        for s in sites:
+            if s.get("verified", True):
+                self.keys.setdefault(s["function"], set()).add((_kind(s), s["resource"]))
+
+    def own_scope(self, function: str, kind: str, resource: str) -> bool:
+        if not self.known:
+            return True
+        seen, todo = {function}, list(self.calls.get(function, ()))
+        while todo:
+            callee = todo.pop()
+            if callee in seen:
+                continue
+            seen.add(callee)
+            if callee in self.pointers or (kind, resource) in self.keys.get(callee, ()):
+                return True
+            if callee in self.defined:
+                todo += self.calls.get(callee, ())
+        return False
+
+
 def _skip(s: dict, why: str) -> Placement:
     return Placement(s["site"], s["file"], s["line"], s["function"], _kind(s), False, why)
 
@@ -159,7 +202,13 @@ def _kind(s: dict) -> str:
 
 
 def _instrument_file(
-    path: Path, rel: str, flags: list[str], sites: list[dict], resources: dict, levels: dict
+    path: Path,
+    rel: str,
+    flags: list[str],
+    sites: list[dict],
+    resources: dict,
+    levels: dict,
+    nesting: _Nesting,
 ):
     from clang import cindex as ci
 
@@ -184,7 +233,8 @@ def _instrument_file(
             continue
         i = index[s["resource"]]
         res = f"gigi_res_{stem}({i})"
-        scope = f"gigi_scope_{kind.lower()}_{i}"
+        own = kind == "WAIT" or nesting.own_scope(s["function"], kind, s["resource"])
+        scope = f"gigi_scope_{kind.lower()}_{i}" if own else None
         try:
             # the lock as a whole (no object): its level's changes are the events
             if (
@@ -204,7 +254,7 @@ def _instrument_file(
             placements.append(_skip(s, str(e)))
             continue
         inserts += ins
-        if kind != "WAIT" and (fn.hash, scope) not in scopes:
+        if kind != "WAIT" and scope is not None and (fn.hash, scope) not in scopes:
             # the function's scope for this kind and resource, first thing in its body
             scopes.add((fn.hash, scope))
             body_start = body_of(ci, fn).extent.start.offset + 1

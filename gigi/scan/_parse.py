@@ -77,6 +77,7 @@ class Call:
     receiver: str  # record.member a method is called on ("" when none)
     args: list[str]
     path: tuple = ()  # the if-branches it sits in: ((if id, 0 then / 1 else), ...)
+    indirect: bool = False  # through a function pointer: the callee is not known
 
 
 @dataclass
@@ -594,7 +595,17 @@ class _Body:
             args = written  # as written: a macro argument by its name, not its expansion
         if any(not a for a in args) and c.location.line <= len(self.lines):
             args.append(self.lines[c.location.line - 1].strip())  # arguments from macros
-        self.fn.calls.append(Call(callee, c.location.line, loops, receiver, args, self.path))
+        ref = c.referenced
+        indirect = ref is None or ref.kind not in (
+            K.FUNCTION_DECL,
+            K.CXX_METHOD,
+            K.CONSTRUCTOR,
+            K.DESTRUCTOR,
+            K.FUNCTION_TEMPLATE,
+        )
+        self.fn.calls.append(
+            Call(callee, c.location.line, loops, receiver, args, self.path, indirect)
+        )
 
     # expressions
 

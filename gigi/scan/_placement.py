@@ -123,7 +123,7 @@ def body_of(ci, fn):
     return body
 
 
-def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
+def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     line, site = s["line"], s["site"]
     stmts = _statements(ci, fn, raw)
     obj = _object(ci, fn, s.get("object_expr") or "")
@@ -182,7 +182,14 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str):
     # that says success
     status = _status_set(raw, stmt) if after else None
     # recorded only outside a caller's event of the same kind on the same resource
-    probe = f"if (gigi_scope_outermost({scope}){f' && {status} == 0' if status else ''}) {call};"
+    # with a scope of its own, its scope's check; else (it calls no function with such a
+    # site) that no caller has one open
+    check = (
+        f"gigi_scope_outermost({scope})"
+        if scope is not None
+        else f"gigi_scope_free({res}, GIGI_{kind})"
+    )
+    probe = f"if ({check}{f' && {status} == 0' if status else ''}) {call};"
     if stmt.in_block:
         at = stmt.end if after else stmt.start
         return (

@@ -352,7 +352,13 @@ def write(result: ScanResult, out: str | os.PathLike) -> dict:
         (
             "calls",
             [
-                {"function": f.name, "file": f.file, "callee": c.callee, "line": c.line}
+                {
+                    "function": f.name,
+                    "file": f.file,
+                    "callee": c.callee,
+                    "line": c.line,
+                    "indirect": c.indirect,
+                }
                 for u in result.units
                 for f in u.functions
                 for c in f.calls

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,11 +101,25 @@ static struct {
        .flush_lock = PTHREAD_MUTEX_INITIALIZER,
        .wake = PTHREAD_COND_INITIALIZER};
 
+/* the header's inline path writes records and reads rings through its mirrors of them */
+_Static_assert(sizeof(record_t) == sizeof(struct gigi_record_), "record layout");
+_Static_assert(offsetof(record_t, kind) == offsetof(struct gigi_record_, kind), "record");
+_Static_assert(offsetof(record_t, open) == offsetof(struct gigi_record_, open), "record");
+_Static_assert(offsetof(ring_t, head) == offsetof(struct gigi_ring_, head), "ring layout");
+_Static_assert(offsetof(ring_t, tail) == offsetof(struct gigi_ring_, tail), "ring layout");
+_Static_assert(offsetof(ring_t, implicit_task) == offsetof(struct gigi_ring_, implicit_task),
+               "ring layout");
+
 static pthread_key_t ring_key;
 /* initial-exec: a thread-local is one load off the thread pointer, not a call (the runtime
- * is linked into the program, or into a library the program loads at start-up) */
-static GIGI_TLS_IE ring_t *my_ring;
-static GIGI_TLS_IE int64_t cur_task;
+ * is linked into the program, or into a library the program loads at start-up); the
+ * header's inline path reads both */
+GIGI_TLS_IE struct gigi_ring_ *gigi_ring_mine_;
+GIGI_TLS_IE int64_t gigi_task_now_;
+#define my_ring ((ring_t *)gigi_ring_mine_)
+#define cur_task gigi_task_now_
+/* the TSC is the clock and no resource is sampled: events may be written inline */
+volatile int gigi_inline_ = 0;
 static GIGI_TLS_IE int64_t task_stack[MAX_TASK_DEPTH][2]; /* task, the one it replaced */
 static GIGI_TLS_IE int task_depth;
 /* the open scopes, (rid << 2 | kind) + 1 each: the header's inline functions keep them */
@@ -266,7 +281,7 @@ static void ring_free(void *p) {
 
 static inline ring_t *ring(void) {
     ring_t *r = my_ring;
-    if (__builtin_expect(r == NULL, 0)) r = my_ring = ring_new();
+    if (__builtin_expect(r == NULL, 0)) r = ring_new(), gigi_ring_mine_ = (struct gigi_ring_ *)r;
     return r;
 }
 
@@ -407,6 +422,7 @@ int32_t gigi_resource_sampled(const char *name, int64_t capacity, const char *un
         g.resources[id] = (resource_t){strdup(name), dup_or_null(unit), dup_or_null(sharing),
                                        capacity, every};
         g.sample_every[id] = every > 1 && every < UINT32_MAX ? (uint32_t)every : 0;
+        if (g.sample_every[id]) gigi_inline_ = 0; /* sampling is decided out of line */
     }
     pthread_mutex_unlock(&g.lock);
     return id;
@@ -872,7 +888,7 @@ static void after_fork_child(void) {
     if (mine) {
         free(mine->records);
         free(mine);
-        my_ring = NULL;
+        gigi_ring_mine_ = NULL;
         pthread_setspecific(ring_key, NULL);
     }
     cur_task = 0;
@@ -911,6 +927,7 @@ __attribute__((constructor)) static void gigi_init(void) {
     pthread_key_create(&ring_key, ring_free);
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(at_exit);
+    gigi_inline_ = use_tsc && !g.sample_spec[0];
     gigi_enabled_ = 1;
     start_writer();
 }

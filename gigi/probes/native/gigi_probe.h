@@ -71,17 +71,73 @@ uint64_t gigi_dropped(void);
 
 #define GIGI_LIKELY_OFF(x) __builtin_expect(!(x), 1)
 
+#ifdef __cplusplus
+#define GIGI_TLS_IE thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define GIGI_TLS_IE _Thread_local __attribute__((tls_model("initial-exec")))
+#endif
+
+/* The hot path, inline: with the TSC as the clock and nothing sampled, an event is written
+ * straight into the thread's ring (a record of 64 bytes, then the head's release store);
+ * otherwise, and whenever the ring is full or half full (drops to count, the writer to
+ * nudge), gigi_event_ does it. These mirror the runtime's own structures, which begin with
+ * the same fields (gigi_probe.c checks that they match). */
+struct gigi_record_ {
+    int64_t ts, task, amount, object, value, dur;
+    int32_t rid, site;
+    uint8_t kind, has_value, open, pad[5];
+};
+struct gigi_ring_ {
+    struct gigi_record_ *records;
+    uint64_t mask, head, tail;
+    int64_t thread, implicit_task;
+};
+/* the thread's ring (NULL until its first event), its current task, and whether the
+ * inline path may write (TSC clock, no sampling) */
+extern GIGI_TLS_IE struct gigi_ring_ *gigi_ring_mine_;
+extern GIGI_TLS_IE int64_t gigi_task_now_;
+extern volatile int gigi_inline_;
+
+static inline void gigi_emit_(int kind, int32_t rid, int64_t object, int64_t amount,
+                              int32_t site) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    struct gigi_ring_ *r = gigi_ring_mine_;
+    if (__builtin_expect(r != 0 && gigi_inline_, 1)) {
+        uint64_t head = r->head; /* written by this thread only */
+        uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+        if (__builtin_expect(head - tail <= r->mask && ((head + 1) & (r->mask >> 1)) != 0, 1)) {
+            struct gigi_record_ *e = &r->records[head & r->mask];
+            int64_t task = gigi_task_now_;
+            e->ts = (int64_t)__builtin_ia32_rdtsc();
+            e->task = task ? task : r->implicit_task;
+            e->amount = amount;
+            e->object = object;
+            e->value = 0;
+            e->dur = 0;
+            e->rid = rid;
+            e->site = site;
+            e->kind = (uint8_t)kind;
+            e->has_value = 0;
+            e->open = 0;
+            __atomic_store_n(&r->head, head + 1, __ATOMIC_RELEASE);
+            return;
+        }
+    }
+#endif
+    gigi_event_(kind, rid, object, amount, site, 0, 0);
+}
+
 static inline void gigi_acquire(int32_t rid, int64_t object, int64_t amount, int32_t site) {
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
-    gigi_event_(GIGI_ACQUIRE, rid, object, amount, site, 0, 0);
+    gigi_emit_(GIGI_ACQUIRE, rid, object, amount, site);
 }
 static inline void gigi_use(int32_t rid, int64_t object, int64_t amount, int32_t site) {
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
-    gigi_event_(GIGI_USE, rid, object, amount, site, 0, 0);
+    gigi_emit_(GIGI_USE, rid, object, amount, site);
 }
 static inline void gigi_release(int32_t rid, int64_t object, int64_t amount, int32_t site) {
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
-    gigi_event_(GIGI_RELEASE, rid, object, amount, site, 0, 0);
+    gigi_emit_(GIGI_RELEASE, rid, object, amount, site);
 }
 /* The same with a value sampled at the site (free pages, queue length). */
 static inline void gigi_event_value(int kind, int32_t rid, int64_t object, int64_t amount,
@@ -103,9 +159,9 @@ static inline void gigi_wait_end(int64_t token) {
 static inline void gigi_level(int32_t rid, int64_t before, int64_t after, int32_t site) {
     if (GIGI_LIKELY_OFF(gigi_enabled_) || after == before) return;
     if (after > before)
-        gigi_event_(GIGI_ACQUIRE, rid, 0, after - before, site, 0, 0);
+        gigi_emit_(GIGI_ACQUIRE, rid, 0, after - before, site);
     else
-        gigi_event_(GIGI_RELEASE, rid, 0, before - after, site, 0, 0);
+        gigi_emit_(GIGI_RELEASE, rid, 0, before - after, site);
 }
 
 /* For __attribute__((cleanup)): a wait that ends however its scope is left. */
@@ -121,11 +177,6 @@ static inline void gigi_wait_cleanup(int64_t *token) { gigi_wait_end(*token); }
  *
  * Scopes nest up to 32 deep per thread; deeper ones are not tracked (their events recorded). */
 #define GIGI_MAX_SCOPES 32
-#ifdef __cplusplus
-#define GIGI_TLS_IE thread_local __attribute__((tls_model("initial-exec")))
-#else
-#define GIGI_TLS_IE _Thread_local __attribute__((tls_model("initial-exec")))
-#endif
 /* The open scopes of the thread, kept inline: a scope costs a few instructions, no call. */
 extern GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
 extern GIGI_TLS_IE int gigi_nscopes_;
@@ -149,6 +200,17 @@ static inline int gigi_scope_outermost(int token) {
     if (token < 1 || token > gigi_nscopes_) return 1;
     int32_t key = gigi_scopes_[token - 1];
     for (int i = 0; i < token - 1; i++)
+        if (gigi_scopes_[i] == key) return 0;
+    return 1;
+}
+
+/* Whether no caller has a scope of this kind on this resource open: the check of a probe
+ * whose function opens no scope of its own (it calls no function with such a site). */
+static inline int gigi_scope_free(int32_t rid, int kind) {
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
+    int32_t key = ((rid << 2) | (kind & 3)) + 1;
+    int n = gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES;
+    for (int i = 0; i < n; i++)
         if (gigi_scopes_[i] == key) return 0;
     return 1;
 }
