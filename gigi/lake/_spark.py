@@ -74,6 +74,8 @@ class SparkEngine:
     def __init__(self, scope: LakeScope, *, spark=None, master=None, memory=None) -> None:
         self.scope = scope
         self.spark = spark or session(master, memory)
+        # what an earlier diagnosis in this session cached (its views, metrics) goes first
+        self.spark.catalog.clearCache()
         for key, value in SQL_CONF.items():
             self.spark.conf.set(key, value)
         from pyspark.sql.types import StringType
