@@ -17,7 +17,8 @@ figure is the client thread's CPU time per transaction, probed over plain, per r
 are the median and quartiles of those ratios, events per transaction and the share dropped;
 then the validated build with tracing off (its code alone), and SQLite as it is against
 itself: how far the method reads from zero when nothing differs. With --callgrind, also the
-instructions the client thread executes a transaction, under valgrind's callgrind, which
+instructions the process executes a transaction (the writer thread's included), under
+valgrind's callgrind, which
 counts the same whatever else the machine does: a figure a shared, noisy machine cannot blur
 (instructions are not time: probes' stores and loads are cheap ones, and the kernel's share
 of a transaction, its file locks and writes, is not counted).
@@ -103,7 +104,7 @@ def ab(
 def instructions(
     program: Path, plain: Path, build: Path, work: Path, txns: int, trace: Path | None
 ) -> float:
-    """Instructions the client (main) thread executes for TXNS transactions a round on each
+    """Instructions the process (all its threads) executes for TXNS transactions a round on each
     of PLAIN and BUILD (a warm-up round and one more), under callgrind: a run of TXNS and a
     run of one a round, subtracted, so that start-up and setup cancel out."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
@@ -136,9 +137,14 @@ def instructions(
             capture_output=True,
             check=True,
         )
-        main_thread = Path(f"{out}-01")
-        line = next(x for x in main_thread.read_text().splitlines() if x.startswith("summary:"))
-        totals.append(int(line.split()[1]))
+        # every thread's: the writer's conversions and segments are the probes' cost too (and
+        # whichever thread writes the last of them, at exit, the sum is the same)
+        total = 0
+        for part in work.glob(f"{out.name}-*"):
+            line = next(x for x in part.read_text().splitlines() if x.startswith("summary:"))
+            total += int(line.split()[1])
+            part.unlink()
+        totals.append(total)
     return totals[1] - totals[0]
 
 
@@ -206,7 +212,7 @@ def main() -> None:
             if trace is not None:
                 print(events_line(trace, work, args.rounds, args.txns))
         if args.callgrind and shutil.which("valgrind"):
-            print("client thread instructions a transaction, under callgrind (2,000 a build)")
+            print("instructions a transaction, all threads, under callgrind (1,000 a build)")
             # each run: two rounds (a warm-up and one more) of 500 on each build; the probed
             # build's share is what a run with it adds over a run of SQLite as it is twice
             txns = 500
