@@ -18,7 +18,8 @@ def sparkline(values: list[float]) -> str:
     return "".join(_BARS[min(8, round(8 * v / top))] if v > 0 else " " for v in values)
 
 
-def _names(con, tasks: list[int]) -> dict[int, str]:
+def task_names(con, tasks: list[int]) -> dict[int, str]:
+    """task -> its name, for the tasks that have one."""
     if not tasks:
         return {}
     rows = con.execute(
@@ -60,7 +61,7 @@ def render(d: Diagnosis) -> str:
     if not d.findings:
         lines.append("no findings: nothing looks wrong in this trace")
     for f in d.findings:
-        names = _names(con, f.culprit_tasks[:5] + f.victim_tasks[:5])
+        names = task_names(con, f.culprit_tasks[:5] + f.victim_tasks[:5])
         cause = f"  (caused by #{f.caused_by})" if f.caused_by else ""
         lines += [
             "",

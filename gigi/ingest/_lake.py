@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from gigi.ingest._store import replace_entry
 from gigi.schema import HOLD_PAIRS_SCHEMA, STORE_EVENTS_SCHEMA
 
 DAY_NS = 86_400 * 10**9
@@ -176,13 +177,7 @@ def _key(batch: pa.RecordBatch) -> np.ndarray:
 
 def _replace(new: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    old = None
-    if target.exists():
-        old = target.with_name(f".old-{target.name}-{uuid.uuid4().hex[:8]}")
-        os.replace(target, old)
-    os.replace(new, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    replace_entry(new, target)
 
 
 def ingest_lake(

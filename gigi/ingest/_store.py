@@ -252,7 +252,7 @@ def ingest(
             pq.write_table(SAMPLES_SCHEMA.empty_table(), work / SAMPLES_FILE)
         (work / MANIFEST).write_text(manifest.to_json())
         shutil.rmtree(work / "spill", ignore_errors=True)
-        _replace(work, store / manifest.trace_id)
+        replace_entry(work, store / manifest.trace_id)
         return manifest
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -451,7 +451,7 @@ def _manifest(
     )
 
 
-def _replace(new: Path, target: Path) -> None:
+def replace_entry(new: Path, target: Path) -> None:
     """Put ``new`` at ``target``; an earlier entry there is swapped out, then removed."""
     old = None
     if target.exists():

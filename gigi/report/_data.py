@@ -50,15 +50,6 @@ def culprit_holds(con, resource: str, tasks: list[int], gap_ns: int) -> list[tup
     ).fetchall()
 
 
-def task_names(con, tasks: list[int]) -> dict[int, str]:
-    if not tasks:
-        return {}
-    rows = con.execute(
-        "SELECT task, name FROM tasks WHERE task IN (SELECT unnest(?::BIGINT[]))", [tasks]
-    ).fetchall()
-    return {t: n for t, n in rows if n}
-
-
 def resource_facts(con) -> dict[str, tuple]:
     """resource -> (capacity, unit, sharing)."""
     rows = con.execute("SELECT resource, capacity, unit, sharing FROM resources").fetchall()

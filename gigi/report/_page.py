@@ -12,6 +12,7 @@ import json
 from html import escape
 
 from gigi.diagnosis import Diagnosis, Finding
+from gigi.diagnosis._render import task_names
 from gigi.errors import GigiError
 from gigi.report import _data
 from gigi.report._config import ReportConfig
@@ -162,7 +163,7 @@ def _executing(ex: dict | None) -> str:
 
 def _finding(d: Diagnosis, f: Finding, ctx: dict) -> str:
     con, config = d.con, ctx["config"]
-    names = _data.task_names(con, f.culprit_tasks[:10] + f.victim_tasks[:10])
+    names = task_names(con, f.culprit_tasks[:10] + f.victim_tasks[:10])
     marks, legend = _marks(con, f, names, config, ctx["span"])
     capacity = ctx["facts"].get(f.resource, (None,))[0]
     cause = (
