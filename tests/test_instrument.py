@@ -20,6 +20,38 @@ HERE = Path(__file__).parent
 CORPUS = HERE / "scan_corpus"
 
 
+def build(tmp_path: Path, name: str, *sources: Path, flags: tuple = ()) -> Path:
+    """SOURCES compiled and linked with the native runtime into TMP_PATH/NAME."""
+    binary = tmp_path / name
+    subprocess.run(
+        [
+            native.compiler(),
+            "-O2",
+            *flags,
+            *native.cflags(),
+            *map(str, sources),
+            *native.libs(tmp_path / "lib"),
+            "-o",
+            str(binary),
+        ],
+        check=True,
+    )
+    return binary
+
+
+def run_traced(binary: Path, tmp_path: Path, *args: str) -> tuple[Path, bytes]:
+    """BINARY run with GIGI_TRACE=TMP_PATH/trace: the trace and what it printed."""
+    trace = tmp_path / "trace"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
+    done = subprocess.run(
+        [str(binary), *args],
+        env={**env, "GIGI_TRACE": str(trace)},
+        check=True,
+        capture_output=True,
+    )
+    return trace, done.stdout
+
+
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory) -> tuple[Path, Path]:
     work = tmp_path_factory.mktemp("instrument")
@@ -64,23 +96,8 @@ def test_the_instrumented_corpus_compiles_for_every_site_kind(probed, tmp_path):
 
 def test_a_scanned_instrumented_program_is_diagnosed_with_its_source_lines(probed, tmp_path):
     sites, src = probed
-    binary = tmp_path / "conn"
-    subprocess.run(
-        [
-            native.compiler(),
-            "-O2",
-            *native.cflags(),
-            str(src / "conn_pool.c"),
-            str(HERE / "native" / "conn_driver.c"),
-            *native.libs(tmp_path / "lib"),
-            "-o",
-            str(binary),
-        ],
-        check=True,
-    )
-    trace = tmp_path / "trace"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
-    subprocess.run([str(binary), "8", "200"], env={**env, "GIGI_TRACE": str(trace)}, check=True)
+    binary = build(tmp_path, "conn", src / "conn_pool.c", HERE / "native" / "conn_driver.c")
+    trace, _ = run_traced(binary, tmp_path, "8", "200")
     out = tmp_path / "diagnosis.json"
     assert cli(["diagnose", str(trace), "--format", "json", "--output", str(out)]) == 0
     d = json.loads(out.read_text())
@@ -177,28 +194,15 @@ def test_a_log_counted_by_its_end_position_records_how_far_it_moved(tmp_path):
     out = tmp_path / "probed"
     assert cli(["instrument", str(src), "--sites", str(sites), "--out", str(out)]) == 0
     assert strip((out / "frame_log.c").read_text()) == (src / "frame_log.c").read_text()
-    binary = tmp_path / "frame_log"
-    subprocess.run(
-        [
-            native.compiler(),
-            "-O2",
-            "-Wall",
-            "-Werror",
-            *native.cflags(),
-            str(out / "frame_log.c"),
-            str(HERE / "native" / "frame_log_driver.c"),
-            *native.libs(tmp_path / "lib"),
-            "-o",
-            str(binary),
-        ],
-        check=True,
+    binary = build(
+        tmp_path,
+        "frame_log",
+        out / "frame_log.c",
+        HERE / "native" / "frame_log_driver.c",
+        flags=("-Wall", "-Werror"),
     )
-    trace = tmp_path / "trace"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
-    done = subprocess.run(
-        [str(binary)], env={**env, "GIGI_TRACE": str(trace)}, check=True, capture_output=True
-    )
-    assert done.stdout.split() == [b"0", b"1"]  # the reader kept the first checkpoint back
+    trace, stdout = run_traced(binary, tmp_path)
+    assert stdout.split() == [b"0", b"1"]  # the reader kept the first checkpoint back
     from gigi.queries import connect
 
     moved = connect(trace).execute(
