@@ -669,7 +669,6 @@ def _falsy(text: str) -> bool:
 # a member that says where a log ends: the index of its last frame, record or entry, or the
 # sequence number or offset of the next one (WalIndexHdr.mxFrame)
 LOG_POSITION = re.compile(r"frame|lsn|offset|entr(y|ies)|record|seq", re.I)
-POSITION_WORD = re.compile(r"frame|lsn|offset|entry|entries|record|seq", re.I)
 INTEGER = re.compile(
     r"^(const\s+)?(unsigned\s+|signed\s+)?(u?int\d*(_t)?|u\d+|i\d+|long|short|size_t|off_t"
     r"|unsigned|int|long long|uint64|ssize_t|Pgno|sqlite3_int64|sqlite_int64)(\s*\|.*)?$"
@@ -712,7 +711,8 @@ def _path_of(fn: Function, a, records: set[str], by_record: dict) -> tuple[str, 
     return owner, ".".join([*parts[1:], member])
 
 
-def _counted_up(fn: Function, local: str) -> bool:
+def counted_up(fn: Function, local: str) -> bool:
+    """Whether the function raises LOCAL (``iFrame++``, ``n += k``)."""
     return local in fn.locals and any(a.target == local and a.op == "+=" for a in fn.assigns)
 
 
@@ -749,7 +749,7 @@ def log_levels(
                 "reset"
                 if rhs == "0"
                 else "advance"
-                if len(a.sources) == 1 and _counted_up(fn, a.sources[0])
+                if len(a.sources) == 1 and counted_up(fn, a.sources[0])
                 else "rewind"
             )
             changes.append(_Change(fn, a.line, *where, how, a.text))
@@ -760,7 +760,7 @@ def log_levels(
         logged = owner in resource_names or RESOURCE_NAME.search(owner)
         if not ({"advance", "reset"} <= hows and logged):
             continue
-        word = POSITION_WORD.search(path.rsplit(".", 1)[-1]).group(0).lower()
+        word = LOG_POSITION.search(path.rsplit(".", 1)[-1]).group(0).lower()
         unit = word if word.endswith(("s", "ies")) else word + "s"
         name = f"{owner}.{unit}"
         member = path.rsplit(".", 1)[-1]

@@ -28,6 +28,7 @@ from gigi.scan._offline import (
     SLEEPS,
     STATUS,
     Candidate,
+    counted_up,
     lock_calls,
     record_pattern,
     references_taken,
@@ -103,11 +104,7 @@ def _level_change(c: Candidate, fn: Function, level: str) -> Verdict:
         return Verdict(False, f"line {c.line} does not set the log's end ({member})")
     a = sets[0]
     rhs = a.text.split("=", 1)[1].strip()
-    counted = (
-        len(a.sources) == 1
-        and a.sources[0] in fn.locals
-        and any(x.target == a.sources[0] and x.op == "+=" for x in fn.assigns)
-    )
+    counted = len(a.sources) == 1 and counted_up(fn, a.sources[0])
     if c.kind == "ACQUIRE":
         if not counted:
             return Verdict(False, f"{a.text}: not set to a count the function raised")
