@@ -283,3 +283,32 @@ def test_row_lock_waits_blame_the_holder(server, tmp_path):
     assert waiting <= victim_connections, (waiting, victim_connections)
     for c in (admin, holder, *waiters):
         c.close()
+
+
+def test_a_transaction_is_named_by_a_statement_of_its_own():
+    """A poll reads its tables one after another, so the statement row may predate the
+    transaction row: the connection's SET NAMES (before BEGIN) must not name the transaction,
+    and neither may session settings; the first statement inside it does."""
+    from gigi.record._mariadb_model import Model, Poll
+
+    thread = {"THREAD_ID": 10, "TYPE": "FOREGROUND", "PROCESSLIST_ID": 3, "THREAD_OS_ID": 99}
+    active = {"THREAD_ID": 10, "EVENT_ID": 7, "STATE": "ACTIVE", "TIMER_START": None}
+
+    def statement(event, sql):
+        return {"THREAD_ID": 10, "EVENT_ID": event, "END_EVENT_ID": event, "SQL_TEXT": sql}
+
+    m = Model(own_thread=1)
+    m.add(Poll(0, 10, [statement(5, "SET NAMES utf8mb4")], [active], threads=[thread]))
+    assert m.threads[10].txn.task.name is None
+    m.add(Poll(20, 30, [statement(8, "SET SESSION lock_wait_timeout = 5")], [active], [], [thread]))
+    assert m.threads[10].txn.task.name is None
+    m.add(
+        Poll(
+            40, 50, [statement(9, "UPDATE acc SET v = v + 1 WHERE id = 42")], [active], [], [thread]
+        )
+    )
+    m.finish(60)
+    _, tasks, _ = m.take()
+    connection = next(t["task"] for t in tasks if t["parent"] is None)
+    (txn,) = [t for t in tasks if t["parent"] == connection]
+    assert txn["name"] == "UPDATE acc SET v = v + 1 WHERE id = 42"

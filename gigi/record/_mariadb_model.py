@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 WAIT, ACQUIRE, USE, RELEASE = 0, 1, 2, 3
 ROW_LOCK = "innodb.row_lock"
 _CONTROL = re.compile(
-    r"^\s*(begin|start\s+transaction|commit|rollback|set\s+(session\s+)?(autocommit|transaction)"
-    r"|xa\s)",
+    r"^\s*(begin|start\s+transaction|commit|rollback|xa\s"
+    # session settings (SET NAMES, SET SESSION x = ..., SET autocommit = ...) take no locks
+    r"|set\s+(names\s|character\s+set\s|(session\s+|global\s+|@@)?[a-z_.]+\s*=|transaction\s))",
     re.IGNORECASE,
 )
 NAME_CHARS = 200  # SQL text kept in a task's name
@@ -279,11 +280,17 @@ class Model:
         th.last_seen = now
         return th
 
-    def _statement_name(self, statements: dict[int, dict], thread: int, event: int | None):
+    def _statement_name(
+        self, statements: dict[int, dict], thread: int, event: int | None, after: int | None
+    ):
         """The SQL of the thread's current statement, when it is the one that took ``event``
-        (or any event, with ``event`` None) and is not transaction control."""
+        (or any event, with ``event`` None), began after the transaction event ``after`` (a
+        poll reads its tables one after another: the statement row may be older than the
+        transaction row) and is not transaction control."""
         s = statements.get(thread)
         if s is None or s.get("SQL_TEXT") is None or _CONTROL.match(s["SQL_TEXT"]):
+            return None
+        if after is not None and s["EVENT_ID"] < after:
             return None
         if event is not None and event < s["EVENT_ID"]:
             return None
@@ -372,9 +379,10 @@ class Model:
                     ),
                     default=None,
                 )
-                txn.task.name = self._statement_name(statements, tid, owner)
+                after = txn.trx_event
+                txn.task.name = self._statement_name(statements, tid, owner, after)
                 if txn.task.name is None and owner is not None:
-                    txn.task.name = self._statement_name(statements, tid, None)
+                    txn.task.name = self._statement_name(statements, tid, None, after)
         for tid in evidence:
             if tid not in self.threads:  # a background thread: named when threads says so
                 th = self._thread(tid, None, now)
