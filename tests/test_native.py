@@ -141,6 +141,30 @@ def test_threads_and_drops_add_up_exactly(program, tmp_path):
     ]
 
 
+def test_lossless_mode_waits_for_the_writer_instead_of_dropping(program, tmp_path):
+    # the same overload, with threads that wait for room: every event is kept
+    trace = tmp_path / "trace"
+    out = run(
+        program,
+        trace,
+        "threads",
+        "2000",
+        GIGI_RING_RECORDS="64",
+        GIGI_INTERVAL_MS="100000",
+        GIGI_BLOCK_MS="-1",
+    )
+    assert int(out) == 0
+    manifest = ingest(trace, tmp_path / "store")
+    assert (manifest.events, manifest.dropped) == (4 * 2000 * 4, 0)
+    con = connect(tmp_path / "store" / manifest.trace_id)
+    # each thread's events in the order it made them, none lost between two segments
+    assert rows(
+        con,
+        "SELECT count(*) FROM (SELECT ts < lag(ts) OVER (PARTITION BY thread ORDER BY seq) AS back"
+        " FROM events) WHERE back",
+    ) == [(0,)]
+
+
 def test_a_killed_process_leaves_every_flushed_segment_readable(program, tmp_path):
     trace = tmp_path / "trace"
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}

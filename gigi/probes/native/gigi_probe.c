@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -342,10 +343,35 @@ static void nudge_writer(void) {
     pthread_cond_signal(&g.wake);
 }
 
+/* GIGI_BLOCK_MS: how long a thread whose ring is full waits for the writer before it drops
+ * (0, the default: never; negative: as long as it takes, while the writer runs) */
+static int64_t block_ns;
+
+/* A full ring, in lossless mode: nudge the writer and wait, yielding and then sleeping, until
+ * it has drained a record, it stopped, or the time allowed ran out. Returns whether there is
+ * room now. */
+static int wait_for_room(ring_t *r, uint64_t head) {
+    int64_t deadline = block_ns < 0 ? INT64_MAX : now_ns() + block_ns;
+    nudge_writer();
+    for (unsigned spins = 1;; spins++) {
+        if (head - atomic_load_explicit(&r->tail, memory_order_acquire) <= r->mask) return 1;
+        if (!__atomic_load_n(&g.writer_running, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&g.stopping, __ATOMIC_ACQUIRE) || now_ns() >= deadline)
+            return 0;
+        if (spins < 64) {
+            sched_yield();
+        } else {
+            struct timespec pause = {0, 50000};
+            nanosleep(&pause, NULL);
+            if (spins % 256 == 0) nudge_writer(); /* a nudge lost to a busy writer */
+        }
+    }
+}
+
 static inline void put(ring_t *r, const record_t *rec) {
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-    if (__builtin_expect(head - tail > r->mask, 0)) {
+    if (__builtin_expect(head - tail > r->mask, 0) && !(block_ns && wait_for_room(r, head))) {
         if (rec->rid >= 0 && rec->rid < MAX_RESOURCES)
             atomic_fetch_add_explicit(&g.drops[rec->rid], 1, memory_order_relaxed);
         return;
@@ -913,6 +939,8 @@ __attribute__((constructor)) static void gigi_init(void) {
     while (g.ring_records < records) g.ring_records <<= 1;
     g.pid = getpid();
     gethostname(g.host, sizeof g.host - 1);
+    const char *block = getenv("GIGI_BLOCK_MS");
+    block_ns = block && *block ? atoll(block) * 1000000ll : 0;
     const char *sample = getenv("GIGI_SAMPLE");
     if (sample) snprintf(g.sample_spec, sizeof g.sample_spec, "%s", sample);
     const char *id = getenv("GIGI_TRACE_ID");

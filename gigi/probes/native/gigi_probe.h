@@ -7,13 +7,17 @@
  * then every probe is one load and one predictable branch. Each thread writes fixed-width
  * records into a ring of its own; a writer thread turns them into segments every
  * GIGI_INTERVAL_MS (default 200) and at exit. A full ring drops the event and counts it per
- * resource (the program never blocks). Segments are written under a temporary name and
- * renamed, so a killed process leaves every segment it flushed readable.
+ * resource: by default the program never blocks. Segments are written under a temporary name
+ * and renamed, so a killed process leaves every segment it flushed readable.
  *
  * Environment: GIGI_TRACE (trace directory), GIGI_INTERVAL_MS, GIGI_RING_RECORDS (records per
  * thread, a power of two, default 16384: 1 MiB a thread), GIGI_SAMPLE (name=N,... : keep one
  * event in N of those resources), GIGI_CLOCK=monotonic (stamp with clock_gettime, not the
- * TSC; the trace holds CLOCK_MONOTONIC ns either way).
+ * TSC; the trace holds CLOCK_MONOTONIC ns either way), GIGI_BLOCK_MS (lossless mode, as
+ * LTTng's blocking channels: a thread whose ring is full waits up to that long for the writer
+ * before it drops; -1 waits as long as the writer runs. The wait slows the program where
+ * events come faster than the writer can write them, and shows in the trace as time between
+ * that thread's events; the default, 0, drops at once).
  *
  * Build: cc -I$(gigi-query probes cflags) ... gigi_probe.c -lpthread (see `gigi-query probes
  * cflags` and `gigi-query probes libs`). C11 and pthreads, nothing else.
