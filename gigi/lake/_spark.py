@@ -66,6 +66,17 @@ def session(master: str | None = None, memory: str | None = None):
     return spark
 
 
+def materialize(df, eager: bool = True):
+    """``df`` computed once and kept by the executors (memory, then disk), its lineage cut.
+    A cached view is not enough: every query that reads it still carries the plan that made
+    it, and a detector whose CTEs Spark inlines reads the metrics views dozens of times, so
+    its plan grew to thousands of stages and broadcasts, minutes and an out-of-memory driver
+    for a trace of two thousand events."""
+    from pyspark import StorageLevel
+
+    return df.localCheckpoint(eager=eager, storageLevel=StorageLevel.MEMORY_AND_DISK)
+
+
 class SparkEngine:
     """``gigi.diagnosis._diagnose.DuckDBEngine``'s twin on a SparkSession."""
 
@@ -74,8 +85,8 @@ class SparkEngine:
     def __init__(self, scope: LakeScope, *, spark=None, master=None, memory=None) -> None:
         self.scope = scope
         self.spark = spark or session(master, memory)
-        # what an earlier diagnosis in this session cached (its views, metrics) goes first
-        self.spark.catalog.clearCache()
+        # (an earlier diagnosis's materialized views go when this one's replace them; the
+        # session's own caches are its owner's)
         for key, value in SQL_CONF.items():
             self.spark.conf.set(key, value)
         from pyspark.sql.types import StringType
@@ -116,7 +127,7 @@ class SparkEngine:
                 name
             )
         for name in ("holds", "waits"):  # read by most detectors: computed once
-            self.spark.catalog.cacheTable(name)
+            materialize(self.spark.table(name), eager=False).createOrReplaceTempView(name)
 
     # -- the engine interface of the diagnosis
 

@@ -31,6 +31,7 @@ from gigi.diagnosis._metrics import (
     resource_table,
 )
 from gigi.lake._scope import SQL_DIR, LakeScope
+from gigi.lake._spark import materialize
 from gigi.lake._transpile import to_spark
 from gigi.metrics.totals import TOTALS
 
@@ -64,9 +65,9 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
     with stages("totals: events, outstanding, rates"):
         totals, level, rate = _totals(sql, names, start, end)
     with stages("blame: attribution over waits and holds"):
-        blame = _blame(spark, sql, names, start, span, chunks)
-        blame.createOrReplaceTempView("metrics_blame")
-        spark.catalog.cacheTable("metrics_blame")
+        materialize(_blame(spark, sql, names, start, span, chunks)).createOrReplaceTempView(
+            "metrics_blame"
+        )
         per_res = {
             r[0]: {"blame_ns_sum": r[1], "victim_count_distinct": r[2]}
             for r in sql(
@@ -87,10 +88,9 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
     with stages("tasks: per-task shares"):
         shares = _shares(spark, sql, names, start, span, chunks)
         shares.createOrReplaceTempView("task_shares_by_chunk")
-        tasks = sql(lake_sql("task_metrics", shares="task_shares_by_chunk"))
+        # computed here, not by the first detector
+        tasks = materialize(sql(lake_sql("task_metrics", shares="task_shares_by_chunk")))
         tasks.createOrReplaceTempView("metrics_tasks")
-        spark.catalog.cacheTable("metrics_tasks")
-        spark.table("metrics_tasks").count()  # computed here, not by the first detector
 
 
 def _register(spark, name: str, table: pa.Table) -> None:
