@@ -58,7 +58,7 @@ METRICS_DOC = {
         "growth_start_ts": "when the growth episode began, ns",
         "growth_peak_ts": "when it peaked, ns",
         "growth_noise": "how far outstanding could drift by lost events alone over the "
-        "episode: sqrt(2 x its ACQUIREs) x the mean units of one, units",
+        "episode, units: sqrt(2 x (its ACQUIREs x their mean units^2 + its RELEASEs x theirs))",
         "growth_plateau": "true when outstanding levelled off (warm-up, not growth)",
         "growth_sustained": "true when it rose steadily without levelling off",
         "blamed_ns": "wait time blamed on other tasks, ns",
@@ -196,6 +196,26 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
     return tables
 
 
+def drift(totals: dict, acquires: int) -> float:
+    """How far a running sum of ``acquires`` ACQUIREs, and the RELEASEs that go with them,
+    could drift by lost events alone: each lost ACQUIRE lowers it by its units, each lost
+    RELEASE raises it by its own: a random walk whose spread grows as the square root of the
+    summed squares of the units, taken twice for room. RELEASEs come in their trace-wide proportion to
+    ACQUIREs, and each kind with its mean units: a log whose purge releases 16 records at a
+    time drifts 16 times as far per lost RELEASE as per lost ACQUIRE.
+
+    >>> t = {"acquires": 100, "acquired": 200, "releases": 10, "released": 200}
+    >>> round(drift(t, 50), 1)  # 50 ACQUIREs of 2, about 5 RELEASEs of 20
+    66.3
+    """
+    if not totals["acquires"]:
+        return 0.0
+    releases = acquires * totals["releases"] / totals["acquires"]
+    acquired = totals["acquired"] / totals["acquires"]
+    released = totals["released"] / totals["releases"] if totals["releases"] else 0.0
+    return float(np.sqrt(2 * (acquires * acquired**2 + releases * released**2)))
+
+
 def resource_table(
     resources: pa.Table,
     start: int,
@@ -233,8 +253,7 @@ def resource_table(
         cols["growth_start_ts"].append(int(window_ts[g.start_window]))
         cols["growth_peak_ts"].append(int(window_ts[g.peak_window]))
         in_episode = int(rate[r, g.start_window : g.peak_window + 1].sum())
-        mean_units = t["acquired"] / t["acquires"] if t["acquires"] else 0.0
-        cols["growth_noise"].append(float(np.sqrt(2 * in_episode) * mean_units))
+        cols["growth_noise"].append(drift(t, in_episode))
         cols["growth_plateau"].append(g.plateau)
         cols["growth_sustained"].append(g.sustained)
         blamed = int(mine["blame_ns_sum"] or 0)
