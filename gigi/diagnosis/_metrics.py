@@ -198,11 +198,11 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
 
 def drift(totals: dict, acquires: int) -> float:
     """How far a running sum of ``acquires`` ACQUIREs, and the RELEASEs that go with them,
-    could drift by lost events alone: each lost ACQUIRE lowers it by its units, each lost
+    could drift by lost events alone. Each lost ACQUIRE lowers it by its units, each lost
     RELEASE raises it by its own: a random walk whose spread grows as the square root of the
-    summed squares of the units, taken twice for room. RELEASEs come in their trace-wide proportion to
-    ACQUIREs, and each kind with its mean units: a log whose purge releases 16 records at a
-    time drifts 16 times as far per lost RELEASE as per lost ACQUIRE.
+    summed squares of the units, taken twice for room. RELEASEs come in their trace-wide
+    proportion to ACQUIREs, each kind with its mean units: a log whose purge releases 16
+    records at a time drifts 16 times as far per lost RELEASE as per lost ACQUIRE.
 
     >>> t = {"acquires": 100, "acquired": 200, "releases": 10, "released": 200}
     >>> round(drift(t, 50), 1)  # 50 ACQUIREs of 2, about 5 RELEASEs of 20
