@@ -43,6 +43,46 @@ Target = Annotated[
     typer.Argument(help="A store (from ingest), one trace in a store, or a raw trace directory."),
 ]
 
+# where a diagnosis reads its trace: a store or trace directory, or a lake read in place
+LakeOpt = Annotated[
+    Path | None,
+    typer.Option(help="Diagnose a trace of this lake (ingest --lake) where it lies."),
+]
+EngineOpt = Annotated[
+    str,
+    typer.Option(
+        help="With --lake: duckdb (this machine) or spark (pip install 'gigi[spark]', Java 17+)."
+    ),
+]
+MasterOpt = Annotated[
+    str | None,
+    typer.Option(help="Spark master URL (spark://host:7077); local mode by default."),
+]
+SparkMemoryOpt = Annotated[
+    str | None, typer.Option(help="Spark driver memory cap (4g); default 2g.")
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="With --lake: only events from this time: ns on the trace's clock, or ISO 8601 "
+        "(UTC unless it says otherwise)."
+    ),
+]
+UntilOpt = Annotated[
+    str | None, typer.Option(help="With --lake: only events before this time (as --since).")
+]
+ResourceOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="With --lake: only this resource's events (repeatable)."),
+]
+OptionalTarget = Annotated[
+    Path | None,
+    typer.Argument(
+        help="A store (from ingest), one trace in a store, or a raw trace directory; leave "
+        "out with --lake."
+    ),
+]
+
 DEFAULT_STORE = "gigi-store"
 
 
@@ -419,19 +459,46 @@ def demo(
     typer.echo(f'explore: gigi-query sql {entry} "SELECT * FROM holds LIMIT 10"')
 
 
+def _diagnosis(
+    command, target, trace, lake, engine, master, spark_memory, since, until, resource, **kw
+):
+    """The diagnosis of TARGET (a store or trace directory) or of a trace of --lake, for
+    ``command``; ``kw`` as ``gigi.diagnosis.diagnose``'s."""
+    if lake is not None:
+        from gigi.lake import diagnose_lake
+
+        if target is not None:
+            raise GigiError(f"{command}: give TARGET ({target}) or --lake, not both")
+        return diagnose_lake(
+            lake,
+            trace=trace,
+            since=since,
+            until=until,
+            resources=resource or [],
+            engine=engine,
+            master=master,
+            spark_memory=spark_memory,
+            **kw,
+        )
+    from gigi.diagnosis import diagnose as run_diagnose
+
+    if target is None:
+        raise GigiError(f"{command}: give TARGET (a store or trace directory) or --lake LAKE")
+    scoped = [f"--{n}" for n, v in (("since", since), ("until", until)) if v is not None]
+    scoped += ["--resource"] if resource else []
+    if scoped or engine != "duckdb" or master is not None:
+        what = ", ".join(scoped + (["--engine"] if engine != "duckdb" else []))
+        raise GigiError(f"{command}: {what or '--master'} need(s) --lake (a store is read whole)")
+    return run_diagnose(_open(target, trace), **kw)
+
+
 @app.command(
     epilog="Example: gigi-query diagnose gigi-store --format json   |   "
     "gigi-query diagnose --lake ./lake --trace web-1 --engine spark "
     "--since 2026-12-03T08:00 --until 2026-12-03T09:00"
 )
 def diagnose(
-    target: Annotated[
-        Path | None,
-        typer.Argument(
-            help="A store (from ingest), one trace in a store, or a raw trace directory; "
-            "leave out with --lake."
-        ),
-    ] = None,
+    target: OptionalTarget = None,
     sites: Annotated[
         Path | None,
         typer.Option(
@@ -448,38 +515,13 @@ def diagnose(
     output: OutputOpt = None,
     trace: TraceOpt = None,
     param: ParamOpt = None,
-    lake: Annotated[
-        Path | None,
-        typer.Option(help="Diagnose a trace of this lake (ingest --lake) where it lies."),
-    ] = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            help="With --lake: duckdb (this machine) or spark (pip install 'gigi[spark]', "
-            "Java 17+)."
-        ),
-    ] = "duckdb",
-    master: Annotated[
-        str | None,
-        typer.Option(help="Spark master URL (spark://host:7077); local mode by default."),
-    ] = None,
-    spark_memory: Annotated[
-        str | None, typer.Option(help="Spark driver memory cap (4g); default 2g.")
-    ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            help="With --lake: only events from this time: ns on the trace's clock, or ISO "
-            "8601 (UTC unless it says otherwise)."
-        ),
-    ] = None,
-    until: Annotated[
-        str | None, typer.Option(help="With --lake: only events before this time (as --since).")
-    ] = None,
-    resource: Annotated[
-        list[str] | None,
-        typer.Option(help="With --lake: only this resource's events (repeatable)."),
-    ] = None,
+    lake: LakeOpt = None,
+    engine: EngineOpt = "duckdb",
+    master: MasterOpt = None,
+    spark_memory: SparkMemoryOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    resource: ResourceOpt = None,
 ) -> None:
     """Name the resource, the failure mode, the task to blame and the code: root causes first.
 
@@ -491,42 +533,22 @@ def diagnose(
 
     if format not in ("text", "json"):
         raise GigiError(f"unknown format {format!r}, expected text or json")
-    params = {k: _float(k, v) for k, v in _params(param).items()}
-    if lake is not None:
-        from gigi.lake import diagnose_lake
-
-        if target is not None:
-            raise GigiError(f"diagnose: give TARGET ({target}) or --lake, not both")
-        d = diagnose_lake(
-            lake,
-            trace=trace,
-            since=since,
-            until=until,
-            resources=resource or [],
-            engine=engine,
-            master=master,
-            spark_memory=spark_memory,
-            sites=sites,
-            detectors=detectors,
-            threshold=threshold,
-            params=params,
-        )
-    else:
-        from gigi.diagnosis import diagnose as run_diagnose
-
-        if target is None:
-            raise GigiError("diagnose: give TARGET (a store or trace directory) or --lake LAKE")
-        scoped = [f"--{n}" for n, v in (("since", since), ("until", until)) if v is not None]
-        scoped += ["--resource"] if resource else []
-        if scoped or engine != "duckdb" or master is not None:
-            what = ", ".join(scoped + (["--engine"] if engine != "duckdb" else []))
-            raise GigiError(
-                f"diagnose: {what or '--master'} need(s) --lake (a store is read whole)"
-            )
-        entry = _open(target, trace)
-        d = run_diagnose(
-            entry, sites=sites, detectors=detectors, threshold=threshold, params=params
-        )
+    d = _diagnosis(
+        "diagnose",
+        target,
+        trace,
+        lake,
+        engine,
+        master,
+        spark_memory,
+        since,
+        until,
+        resource,
+        sites=sites,
+        detectors=detectors,
+        threshold=threshold,
+        params={k: _float(k, v) for k, v in _params(param).items()},
+    )
     text = json.dumps(d.to_json(), indent=2) if format == "json" else render(d)
     if output is not None:
         output.write_text(text + "\n")
@@ -539,7 +561,8 @@ def diagnose(
     "(then open report.html in a browser)"
 )
 def report(
-    target: Target,
+    target: OptionalTarget = None,
+    *,
     html: Annotated[
         Path, typer.Option(help="Write the page to FILE (one self-contained file).", metavar="FILE")
     ],
@@ -563,18 +586,39 @@ def report(
     ] = 0.5,
     trace: TraceOpt = None,
     param: ParamOpt = None,
+    lake: LakeOpt = None,
+    engine: EngineOpt = "duckdb",
+    master: MasterOpt = None,
+    spark_memory: SparkMemoryOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    resource: ResourceOpt = None,
 ) -> None:
     """Write the diagnosis as one HTML page: the ranked findings, each with a plot of
     outstanding, waiting and acquire rate over time with the culprits' holds marked, and the
-    sites with their code; no network needed to view it."""
-    from gigi.diagnosis import diagnose as run_diagnose
+    sites with their code; no network needed to view it.
+
+    With --lake, the findings come from the engine asked for and the plots from DuckDB over
+    the same trace, window and resources of the lake."""
     from gigi.report import ReportConfig, render
 
     if source is not None and not source.is_dir():
         raise GigiError(f"--source {source}: no such directory")
-    entry = _open(target, trace)
-    params = {k: _float(k, v) for k, v in _params(param).items()}
-    d = run_diagnose(entry, sites=sites, threshold=threshold, params=params)
+    d = _diagnosis(
+        "report",
+        target,
+        trace,
+        lake,
+        engine,
+        master,
+        spark_memory,
+        since,
+        until,
+        resource,
+        sites=sites,
+        threshold=threshold,
+        params={k: _float(k, v) for k, v in _params(param).items()},
+    )
     page = render(d, ReportConfig(source=source))
     html.write_text(page, encoding="utf-8")
     typer.echo(f"wrote {html} ({len(page.encode()):,} bytes); findings: {len(d.findings)}")

@@ -315,6 +315,23 @@ def test_cli_ingest_lake_and_diagnose_json(recorded, days_lake, tmp_path, capsys
     assert json.loads(capsys.readouterr().out)["events"] == 6
 
 
+def test_report_of_a_lake_is_the_report_of_the_store(recorded, tmp_path, capsys):
+    """report --lake: the same page as of the store, but for where it was read from."""
+    store, lake, ids = recorded
+    trace = ids["mdev-34989"]
+    assert (
+        main(["report", "--lake", str(lake), "--trace", trace, "--html", str(tmp_path / "l")]) == 0
+    )
+    assert main(["report", str(store), "--trace", trace, "--html", str(tmp_path / "s")]) == 0
+    from_lake, from_store = (tmp_path / "l").read_text(), (tmp_path / "s").read_text()
+    assert from_lake == from_store
+    assert from_lake.count('<svg class="plot"') >= 1 and "mdl.table" in from_lake
+    capsys.readouterr()
+    # a window is the lake's alone
+    assert main(["report", str(store), "--since", "5", "--html", str(tmp_path / "w")]) == 2
+    assert "report: --since need(s) --lake" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -400,6 +417,16 @@ def test_spark_finds_what_duckdb_finds(recorded, spark):
     want = diagnose_lake(lake, **scope).to_json()
     got = diagnose_lake(lake, engine="spark", spark=spark, **scope).to_json()
     assert got == want and 0 < got["events"] < m.events
+
+
+@pytest.mark.slow
+def test_a_report_of_a_lake_on_spark_shows_spark_findings(recorded, spark):
+    """The findings from Spark, the plots from DuckDB over the same lake: the same page."""
+    from gigi.report import render
+
+    store, lake, ids = recorded
+    got = render(diagnose_lake(lake, trace=ids["mdev-34989"], engine="spark", spark=spark))
+    assert got == render(diagnose(store, trace=ids["mdev-34989"]))
 
 
 @pytest.mark.slow

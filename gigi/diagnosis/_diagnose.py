@@ -75,6 +75,8 @@ class Diagnosis:
     entry: StoreEntry | None
     con: object = field(repr=False, default=None)
     stages: Stages = field(repr=False, default_factory=Stages)
+    # the trace's manifest: the store entry's, or the lake's for a diagnosis read in a lake
+    manifest: object = field(repr=False, default=None)
 
     def to_json(self) -> dict:
         return {
@@ -340,6 +342,7 @@ def diagnose(
     m = entry.manifest
     d = run(DuckDBEngine(con), dets, params, threshold=threshold, sites=sites)
     d.trace, d.events, d.dropped, d.entry, d.con = m.trace_id, m.events, m.dropped, entry, con
+    d.manifest = m
     return d
 
 

@@ -46,6 +46,10 @@ def diagnose_lake(
         eng = SparkEngine(scope, spark=spark, master=master, memory=spark_memory)
         con = None
     d = run(eng, dets, params, threshold=threshold, sites=sites)
-    d.trace, d.dropped, d.con = scope.trace_id, scope.dropped, con
+    if con is None:  # the findings came from Spark; a person's queries (the report) go here
+        from gigi.lake._duckdb import connect_lake
+
+        con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
+    d.trace, d.dropped, d.con, d.manifest = scope.trace_id, scope.dropped, con, scope.manifest
     d.events = int(eng.rows("SELECT events FROM trace_info")[0][0])
     return d

@@ -202,7 +202,7 @@ def _resource(d: Diagnosis, resource: str, ctx: dict) -> str:
 
 
 def _header(d: Diagnosis, start: int, end: int) -> str:
-    m = d.entry.manifest
+    m = d.manifest
     rows = [
         ("trace", _e(d.trace)),
         ("duration", _seconds(end - start)),
@@ -235,7 +235,7 @@ def _toc(d: Diagnosis) -> str:
 
 def render(d: Diagnosis, config: ReportConfig | None = None) -> str:
     """The page of a diagnosis, as one string of HTML."""
-    if d.con is None or d.entry is None:
+    if d.con is None or d.manifest is None:
         raise GigiError("the report reads the trace through DuckDB: diagnose a store or trace")
     config = config or ReportConfig()
     con = d.con
