@@ -16,7 +16,7 @@ from conftest import write_stream
 
 from gigi.cli import main
 from gigi.diagnosis import diagnose
-from gigi.diagnosis._metrics import compute
+from gigi.diagnosis._metrics import _totals, compute
 from gigi.ingest import ingest
 from gigi.ingest._lake import ingest_lake
 from gigi.lake import diagnose_lake, open_lake
@@ -221,6 +221,13 @@ def test_lake_sql_twins_match_the_kernels(recorded):
         level = np.cumsum([change.get(w, 0) for w in range(50)])
         got = outstanding.filter(pc.equal(outstanding.column("resource"), row["resource"]))
         assert got.column("outstanding").to_pylist() == level.tolist()
+    # the squared units of ACQUIREs and RELEASEs per window, the growth noise's input
+    *_, square = _totals(con, [r["resource"] for r in m], start, end)
+    for i, row in enumerate(m):
+        mine = windows.filter(pc.equal(windows.column("resource"), row["resource"]))
+        sq = dict(zip(mine["window_index"].to_pylist(), mine["squares"].to_pylist(), strict=True))
+        assert [sq.get(w, 0.0) for w in range(50)] == square[i].tolist(), row["resource"]
+    assert square.sum() > 0
     holds = con.sql("SELECT resource, hold_ns FROM holds").to_arrow_table()
     names = sorted(set(holds.column("resource").to_pylist()))
     codes = np.array([names.index(r) for r in holds.column("resource").to_pylist()])

@@ -58,7 +58,7 @@ METRICS_DOC = {
         "growth_start_ts": "when the growth episode began, ns",
         "growth_peak_ts": "when it peaked, ns",
         "growth_noise": "how far outstanding could drift by lost events alone over the "
-        "episode, units: sqrt(2 x (its ACQUIREs x their mean units^2 + its RELEASEs x theirs))",
+        "episode, units: sqrt(2 x the sum of its ACQUIREs' and RELEASEs' squared units)",
         "growth_plateau": "true when outstanding levelled off (warm-up, not growth)",
         "growth_sustained": "true when it rose steadily without levelling off",
         "blamed_ns": "wait time blamed on other tasks, ns",
@@ -167,7 +167,7 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
     names = resources.column("resource").to_pylist()
     start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]
     with stage("totals: events, outstanding, rates"):
-        totals, level, rate = _totals(con, names, start, end)
+        totals, level, rate, square = _totals(con, names, start, end)
     with stage("blame: attribution over waits and holds"):
         blame = _blame(con, names)
     per_res = {
@@ -176,7 +176,7 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
         .aggregate([("blame_ns", "sum"), ("victim", "count_distinct")])
         .to_pylist()
     }
-    metrics_resources = resource_table(resources, start, end, totals, level, rate, per_res)
+    metrics_resources = resource_table(resources, start, end, totals, level, rate, square, per_res)
     with stage("holds: hold-time distribution"):
         holds = _distribution(con, names, "holds", "hold_ns")
     with stage("waits: wait-time distribution"):
@@ -196,26 +196,6 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
     return tables
 
 
-def drift(totals: dict, acquires: int) -> float:
-    """How far a running sum of ``acquires`` ACQUIREs, and the RELEASEs that go with them,
-    could drift by lost events alone. Each lost ACQUIRE lowers it by its units, each lost
-    RELEASE raises it by its own: a random walk whose spread grows as the square root of the
-    summed squares of the units, taken twice for room. RELEASEs come in their trace-wide
-    proportion to ACQUIREs, each kind with its mean units: a log whose purge releases 16
-    records at a time drifts 16 times as far per lost RELEASE as per lost ACQUIRE.
-
-    >>> t = {"acquires": 100, "acquired": 200, "releases": 10, "released": 200}
-    >>> round(drift(t, 50), 1)  # 50 ACQUIREs of 2, about 5 RELEASEs of 20
-    66.3
-    """
-    if not totals["acquires"]:
-        return 0.0
-    releases = acquires * totals["releases"] / totals["acquires"]
-    acquired = totals["acquired"] / totals["acquires"]
-    released = totals["released"] / totals["releases"] if totals["releases"] else 0.0
-    return float(np.sqrt(2 * (acquires * acquired**2 + releases * released**2)))
-
-
 def resource_table(
     resources: pa.Table,
     start: int,
@@ -223,12 +203,19 @@ def resource_table(
     totals: np.ndarray,
     level: np.ndarray,
     rate: np.ndarray,
+    square: np.ndarray,
     per_res: dict[str, dict],
 ) -> pa.Table:
     """``metrics_resources`` from the totals kernel's result (per resource: ``totals``,
-    outstanding at each window's end ``level``, ACQUIREs per window ``rate``) and the blame
-    per resource (``per_res``: ``blame_ns_sum``, ``victim_count_distinct``); the rows follow
-    ``resources``."""
+    outstanding at each window's end ``level``, ACQUIREs per window ``rate``, squared units
+    of ACQUIREs and RELEASEs per window ``square``) and the blame per resource (``per_res``:
+    ``blame_ns_sum``, ``victim_count_distinct``); the rows follow ``resources``.
+
+    The growth episode's noise: each lost ACQUIRE lowers the running sum by its units, each
+    lost RELEASE raises it by its own, so what lost events alone could add over the episode
+    is a random walk whose spread is the square root of the summed squared units of its
+    ACQUIREs and RELEASEs, taken twice for room. A log purged 512 records at a time drifts
+    256 times as far per lost purge as per lost append of 2."""
     names = resources.column("resource").to_pylist()
     span = max(end - start, 1)
     cols: dict[str, list] = {c: [] for c in METRICS_DOC["metrics_resources"]}
@@ -252,8 +239,8 @@ def resource_table(
         cols["growth_span_share"].append(g.span_share)
         cols["growth_start_ts"].append(int(window_ts[g.start_window]))
         cols["growth_peak_ts"].append(int(window_ts[g.peak_window]))
-        in_episode = int(rate[r, g.start_window : g.peak_window + 1].sum())
-        cols["growth_noise"].append(drift(t, in_episode))
+        in_episode = float(square[r, g.start_window : g.peak_window + 1].sum())
+        cols["growth_noise"].append(float(np.sqrt(2 * in_episode)))
         cols["growth_plateau"].append(g.plateau)
         cols["growth_sustained"].append(g.sustained)
         blamed = int(mine["blame_ns_sum"] or 0)
@@ -295,7 +282,7 @@ def _totals(con, names: list[str], start: int, end: int, batch_rows: int = 1 << 
             b.column(3).to_numpy(zero_copy_only=False),
             b.column(4).to_numpy(zero_copy_only=False),
         )
-    return totals.result()
+    return (*totals.result(), totals.square)
 
 
 def _distribution(con, names: list[str], view: str, column: str) -> pa.Table:

@@ -63,7 +63,7 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
     events = int(sql("SELECT events FROM trace_info").collect()[0][0])
     chunks = chunks or chunk_count(events)
     with stages("totals: events, outstanding, rates"):
-        totals, level, rate = _totals(sql, names, start, end)
+        totals, level, rate, square = _totals(sql, names, start, end)
     with stages("blame: attribution over waits and holds"):
         materialize(_blame(spark, sql, names, start, span, chunks)).createOrReplaceTempView(
             "metrics_blame"
@@ -78,7 +78,7 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
     _register(
         spark,
         "metrics_resources",
-        resource_table(resources, start, end, totals, level, rate, per_res),
+        resource_table(resources, start, end, totals, level, rate, square, per_res),
     )
     _register(spark, "metrics_outstanding", outstanding_table(names, start, end, level, rate))
     with stages("holds: hold-time distribution"):
@@ -98,11 +98,13 @@ def _register(spark, name: str, table: pa.Table) -> None:
 
 
 def _totals(sql, names: list[str], start: int, end: int):
-    """The totals kernel's ``(totals, level, rate)``, from per-window sums and the peaks."""
+    """The totals kernel's ``(totals, level, rate, square)``, from per-window sums and the
+    peaks."""
     span = max(end - start, 1)
     code = {n: i for i, n in enumerate(names)}
     per_window = np.zeros((len(names), WINDOWS, 9), np.int64)
     wait_max = np.zeros((len(names), WINDOWS), np.int64)
+    square = np.zeros((len(names), WINDOWS), np.float64)
     text = lake_sql("totals_by_window", start=start, end=end, span=span, windows=WINDOWS)
     for row in sql(text).collect():
         r, w = code[row["resource"]], int(row["window_index"])
@@ -112,6 +114,7 @@ def _totals(sql, names: list[str], start: int, end: int):
             + ("releases", "released", "waits")
         ]
         wait_max[r, w] = row["wait_max_ns"] or 0
+        square[r, w] = row["squares"] or 0.0
     peak = np.zeros(len(names), np.int64)
     for row in sql(lake_sql("peak_by_block", block=PEAK_BLOCK)).collect():
         peak[code[row["resource"]]] = row["peak"]
@@ -126,7 +129,7 @@ def _totals(sql, names: list[str], start: int, end: int):
     totals[:, TOTALS.index("final")] = s[:, 3] - s[:, 7]
     level = np.cumsum(per_window[:, :, 3] - per_window[:, :, 7], axis=1)
     rate = per_window[:, :, 2].copy()
-    return totals, level, rate
+    return totals, level, rate, square
 
 
 def _distribution(sql, names: list[str], view: str, column: str) -> pa.Table:

@@ -3,7 +3,9 @@
 ``resource_totals`` walks the events in trace order once and returns, per resource code:
 WAIT count, total and longest wait (open waits counted to the trace end), ACQUIRE/USE/RELEASE
 counts and units, peak and final outstanding, and per time window the outstanding at the
-window's end and the ACQUIREs in it. Its twin is ``gigi/metrics/sql/resource_totals.sql``.
+window's end, the ACQUIREs in it and the summed squares of the units its ACQUIREs and RELEASEs
+moved (what lost events could make outstanding drift by). Its twin is
+``gigi/metrics/sql/resource_totals.sql``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _kernel():
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def step(kind, res, amount, ts, dur, start, end, out, outstanding, level, rate, w_cur):
+    def step(kind, res, amount, ts, dur, start, end, out, outstanding, level, rate, square, w_cur):
         """One batch of events, in trace order, into the running state; returns w_cur."""
         windows = level.shape[1]
         span = max(end - start, 1)
@@ -51,6 +53,7 @@ def _kernel():
                 outstanding[r] += a
                 out[r, 9] = max(out[r, 9], outstanding[r])
                 rate[r, w] += 1
+                square[r, w] += float(a) * float(a)
             elif k == 2:
                 out[r, 5] += 1
                 out[r, 6] += a
@@ -58,6 +61,7 @@ def _kernel():
                 out[r, 7] += 1
                 out[r, 8] += a
                 outstanding[r] -= a
+                square[r, w] += float(a) * float(a)
         return w_cur
 
     return step
@@ -79,6 +83,8 @@ class Totals:
         self.outstanding = np.zeros(n_res, np.int64)
         self.level = np.zeros((n_res, windows), np.int64)  # outstanding at each window's end
         self.rate = np.zeros((n_res, windows), np.int64)  # ACQUIREs in each window
+        # sum of the squared units of each window's ACQUIREs and RELEASEs
+        self.square = np.zeros((n_res, windows), np.float64)
         self.w_cur = 0
 
     def add(self, kind, res, amount, ts, dur) -> None:
@@ -91,6 +97,7 @@ class Totals:
             self.outstanding,
             self.level,
             self.rate,
+            self.square,
             self.w_cur,
         )
 

@@ -25,6 +25,8 @@ SELECT
     -- releases: RELEASE events
     count(*) FILTER (WHERE kind = 3) AS releases,
     -- released: units released
-    sum(CASE WHEN kind = 3 THEN amount ELSE 0 END) AS released
+    sum(CASE WHEN kind = 3 THEN amount ELSE 0 END) AS released,
+    -- squares: the summed squares of the units of ACQUIREs and RELEASEs (the growth noise)
+    sum(CASE WHEN kind IN (1, 3) THEN amount::DOUBLE * amount::DOUBLE ELSE 0 END) AS squares
 FROM events
 GROUP BY ALL;
