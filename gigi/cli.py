@@ -459,11 +459,17 @@ def demo(
     typer.echo(f'explore: gigi-query sql {entry} "SELECT * FROM holds LIMIT 10"')
 
 
-def _diagnosis(
-    command, target, trace, lake, engine, master, spark_memory, since, until, resource, **kw
-):
+WHERE = ("target", "trace", "lake", "engine", "master", "spark_memory", "since", "until")
+
+
+def _diagnosis(command: str, options: dict, param, **kw):
     """The diagnosis of TARGET (a store or trace directory) or of a trace of --lake, for
-    ``command``; ``kw`` as ``gigi.diagnosis.diagnose``'s."""
+    ``command``, whose ``options`` (its arguments by name) hold TARGET, --trace and the lake's
+    options (WHERE, and --resource); ``param`` its NAME=VALUE list; ``kw`` as
+    ``gigi.diagnosis.diagnose``'s."""
+    target, trace, lake, engine, master, spark_memory, since, until = map(options.get, WHERE)
+    resource = options.get("resource")
+    kw["params"] = {k: _float(k, v) for k, v in _params(param).items()}
     if lake is not None:
         from gigi.lake import diagnose_lake
 
@@ -534,20 +540,7 @@ def diagnose(
     if format not in ("text", "json"):
         raise GigiError(f"unknown format {format!r}, expected text or json")
     d = _diagnosis(
-        "diagnose",
-        target,
-        trace,
-        lake,
-        engine,
-        master,
-        spark_memory,
-        since,
-        until,
-        resource,
-        sites=sites,
-        detectors=detectors,
-        threshold=threshold,
-        params={k: _float(k, v) for k, v in _params(param).items()},
+        "diagnose", locals(), param, sites=sites, detectors=detectors, threshold=threshold
     )
     text = json.dumps(d.to_json(), indent=2) if format == "json" else render(d)
     if output is not None:
@@ -604,21 +597,7 @@ def report(
 
     if source is not None and not source.is_dir():
         raise GigiError(f"--source {source}: no such directory")
-    d = _diagnosis(
-        "report",
-        target,
-        trace,
-        lake,
-        engine,
-        master,
-        spark_memory,
-        since,
-        until,
-        resource,
-        sites=sites,
-        threshold=threshold,
-        params={k: _float(k, v) for k, v in _params(param).items()},
-    )
+    d = _diagnosis("report", locals(), param, sites=sites, threshold=threshold)
     page = render(d, ReportConfig(source=source))
     html.write_text(page, encoding="utf-8")
     typer.echo(f"wrote {html} ({len(page.encode()):,} bytes); findings: {len(d.findings)}")
