@@ -125,15 +125,26 @@ def write_lake(entry: Path, trace_id: str, lake: Path) -> None:
 
 
 def _event_index(entry: Path):
-    """Each event's ts and resource code by seq (seq is dense: 0 to n-1)."""
-    table = pq.read_table(entry / "events", columns=["seq", "ts", "resource"])
-    seq = table.column("seq").to_numpy()
-    ts = np.empty(len(seq), np.int64)
-    ts[seq] = table.column("ts").to_numpy()
-    enc = pc.dictionary_encode(table.column("resource")).combine_chunks()
-    codes = np.empty(len(seq), np.int32)
-    codes[seq] = enc.indices.to_numpy()
-    return ts, (codes, enc.dictionary)
+    """Each event's ts and resource code by seq (seq is dense: 0 to n-1): 12 bytes an event,
+    filled a row group at a time (reading the three columns whole would hold every resource
+    name of the trace at once)."""
+    files = sorted((entry / "events").glob("*.parquet"))
+    n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    ts = np.empty(n, np.int64)
+    codes = np.empty(n, np.int32)
+    names: dict[str, int] = {}
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(
+            ROW_GROUP, columns=["seq", "ts", "resource"]
+        ):
+            seq = batch.column("seq").to_numpy()
+            ts[seq] = batch.column("ts").to_numpy()
+            enc = pc.dictionary_encode(batch.column("resource"))
+            local = np.array(
+                [names.setdefault(x, len(names)) for x in enc.dictionary.to_pylist()], np.int32
+            )
+            codes[seq] = local[enc.indices.to_numpy()] if len(local) else 0
+    return ts, (codes, pa.array(list(names), pa.string()))
 
 
 def _write_pairs(entry: Path, directory: Path, ts_of: np.ndarray, res_of) -> None:
