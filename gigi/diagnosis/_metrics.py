@@ -239,8 +239,8 @@ def resource_table(
         cols["growth_span_share"].append(g.span_share)
         cols["growth_start_ts"].append(int(window_ts[g.start_window]))
         cols["growth_peak_ts"].append(int(window_ts[g.peak_window]))
-        in_episode = float(square[r, g.start_window : g.peak_window + 1].sum())
-        cols["growth_noise"].append(float(np.sqrt(2 * in_episode)))
+        squares = float(square[r, g.start_window : g.peak_window + 1].sum())  # the episode's
+        cols["growth_noise"].append(float(np.sqrt(2 * squares)))
         cols["growth_plateau"].append(g.plateau)
         cols["growth_sustained"].append(g.sustained)
         blamed = int(mine["blame_ns_sum"] or 0)
