@@ -57,7 +57,7 @@ def main() -> None:
     if tree is None:
         print("\nSQLite: cannot fetch its source (needs apt with Debian's source packages)")
         return
-    commands = prepare(tree)
+    commands = prepare(tree, generated=True)
     sub = link_files(tree, SUBSET, Path(tempfile.mkdtemp(prefix="gigi-sqlite-sub-")))
     try:
         r = scan(sub, compile_commands=commands)

@@ -722,6 +722,11 @@ def scan(
         f"{len(report['resources'])} resources: "
         + ", ".join(r["name"] for r in report["resources"])
     )
+    if report["unconfirmed_resources"]:
+        typer.echo(
+            f"  {len(report['unconfirmed_resources'])} proposed with no verified site, left out: "
+            + ", ".join(r["name"] for r in report["unconfirmed_resources"])
+        )
     for kind, k in report["kinds"].items():
         typer.echo(
             f"  {kind:8s} {k['candidates']:4d} candidates, {k['verified']:4d} verified, "

@@ -100,6 +100,45 @@ def test_builtin_headers_are_found_and_diagnostics_reported(tmp_path):
     assert any("missing.h" in m for m in messages), messages
 
 
+
+def test_a_header_is_read_in_the_context_of_the_source_that_includes_it(tmp_path):
+    """pool.h is not self-contained (its types come from base.h, which pool.c includes first):
+    read alone it gives errors and int members; read as pool.c sees it, neither. A header no
+    source includes is still parsed alone, and a file without a compile command borrows its
+    neighbour's."""
+    inc = tmp_path / "include"
+    inc.mkdir()
+    (inc / "base.h").write_text("typedef unsigned long long u64;\ntypedef struct Page Page;\n")
+    (tmp_path / "pool.h").write_text(
+        "struct Pool {\n  u64 nFree;\n  Page *pFree;\n};\nstatic inline u64 pool_free(struct"
+        " Pool *p) { return p->nFree; }\n"
+    )
+    (tmp_path / "pool.c").write_text(
+        '#include "base.h"\n#include "pool.h"\nstruct Page { Page *pNext; };\n'
+        "Page *pool_get(struct Pool *p) { Page *g = p->pFree; p->pFree = g->pNext; return g; }\n"
+    )
+    (tmp_path / "lonely.h").write_text("struct Lonely { int n; };\n")
+    commands = tmp_path / "compile_commands.json"
+    commands.write_text(
+        json.dumps(
+            [
+                {
+                    "directory": str(tmp_path),
+                    "file": "pool.c",
+                    "arguments": ["cc", f"-I{inc}", "-c", "pool.c"],
+                }
+            ]
+        )
+    )
+    r = scan(tmp_path, compile_commands=commands, jobs=1)
+    assert r.stats["diagnostics"] == 0, [d for u in r.units for d in u.diagnostics]
+    assert sorted(u.file for u in r.units) == ["include/base.h", "lonely.h", "pool.c", "pool.h"]
+    members = {m.name: m.type for u in r.units for m in u.members if m.record == "Pool"}
+    assert members == {"nFree": "u64", "pFree": "Page *"}
+    functions = {f.name: f.file for u in r.units for f in u.functions}
+    assert functions == {"pool_free": "pool.h", "pool_get": "pool.c"}
+    assert "Lonely" in {rec.name for u in r.units for rec in u.records}
+
 def test_cli_writes_sites_the_diagnosis_accepts(tmp_path, capsys):
     assert main(["scan", str(CORPUS), "--out", str(tmp_path / "out")]) == 0
     said = capsys.readouterr().out

@@ -24,6 +24,7 @@ from pathlib import Path
 from gigi.errors import GigiError
 
 SOURCE_SUFFIXES = {".c": "c", ".h": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".hpp": "c++"}
+HEADER_SUFFIXES = (".h", ".hpp")
 
 
 class ScanError(GigiError, ValueError):
@@ -152,6 +153,10 @@ class Unit:
     functions: list[Function] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     lines: int = 0
+    # the tree's own headers this unit includes, their facts taken in its context (macros and
+    # types as the code that includes them sees them, which a header that is not
+    # self-contained needs); empty for a header parsed on its own
+    headers: list[Unit] = field(default_factory=list)
 
 
 @functools.cache
@@ -186,25 +191,43 @@ def default_flags(language: str) -> list[str]:
 
 def compile_flags(path: Path, root: Path, commands: dict[str, list[str]] | None) -> list[str]:
     """The flags for one file: its compile_commands.json entry when there is one (compiler,
-    output and the file itself left out), else defaults; always the builtin headers."""
+    output and the file itself left out); for a file without one (a header, most often) the
+    entry of the nearest file that has one, as clangd interpolates; else defaults. Always the
+    builtin headers."""
     language = SOURCE_SUFFIXES.get(path.suffix, "c")
-    if commands and str(path.resolve()) in commands:
-        args = commands[str(path.resolve())]
-        keep: list[str] = []
-        skip = False
-        for a in args[1:]:
-            if skip:
-                skip = False
-                continue
-            if a in ("-o", "-c"):
-                skip = a == "-o"
-                continue
-            if a == str(path) or Path(a).name == path.name:
-                continue
-            keep.append(a)
-        inc = builtin_include_dir()
-        return keep + (["-isystem", inc] if inc else [])
-    return default_flags(language) + ["-I", str(path.parent), "-I", str(root)]
+    if not commands:
+        return default_flags(language) + ["-I", str(path.parent), "-I", str(root)]
+    own = str(path.resolve())
+    donor = own if own in commands else _nearest(own, commands)
+    keep: list[str] = []
+    skip = False
+    for a in commands[donor][1:]:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-c"):
+            skip = a == "-o"
+            continue
+        if a == donor or Path(a).name == Path(donor).name:
+            continue
+        keep.append(a)
+    inc = builtin_include_dir()
+    return keep + (["-isystem", inc] if inc else [])
+
+
+def _nearest(file: str, commands: dict[str, list[str]]) -> str:
+    """The entry whose file shares the longest leading path with FILE (its own folder first)."""
+    parts = Path(file).parts
+
+    def shared(other: str) -> tuple[int, str]:
+        n = 0
+        for a, b in zip(parts[:-1], Path(other).parts[:-1], strict=False):
+            if a != b:
+                break
+            n += 1
+        return n, other
+
+    return max(commands, key=shared)
 
 
 def load_compile_commands(path: Path) -> dict[str, list[str]]:
@@ -270,12 +293,14 @@ def parse_file(path: str, root: str, flags: list[str]) -> Unit:
                     d.spelling,
                 )
             )
-    _Walker(ci, path, unit).walk(tu.cursor)
+    walker = _Walker(ci, path, unit, root=None if Path(path).suffix in HEADER_SUFFIXES else root)
+    walker.walk(tu.cursor)
+    unit.headers = [w.unit for w in walker.headers.values() if w not in (None, walker)]
     return unit
 
 
 class _Walker:
-    def __init__(self, ci, path: str, unit: Unit) -> None:
+    def __init__(self, ci, path: str, unit: Unit, root: str | None = None) -> None:
         self.ci = ci
         self.K = ci.CursorKind
         self.path = os.path.realpath(path)
@@ -285,10 +310,28 @@ class _Walker:
             self.lines = Path(path).read_text(errors="replace").splitlines()
         except OSError:
             self.lines = []
+        self.unit.lines = self.unit.lines or len(self.lines)
+        # with ROOT: the walkers of the tree's headers met in this unit, by the name clang
+        # gives them (None: a file that is not one of the tree's headers)
+        self.root = os.path.realpath(root) + os.sep if root is not None else None
+        self.headers: dict[str, _Walker | None] = {}
 
-    def mine(self, c) -> bool:
+    def owner(self, c) -> _Walker | None:
+        """The walker whose file C is in: this one, one of the tree's headers, or None."""
         f = c.location.file
-        return f is not None and os.path.realpath(f.name) == self.path
+        if f is None:
+            return None
+        name = f.name
+        if name not in self.headers:
+            real = os.path.realpath(name)
+            if real == self.path:
+                self.headers[name] = self
+            elif self.root and real.startswith(self.root) and real.endswith(HEADER_SUFFIXES):
+                rel = os.path.relpath(real, self.root)
+                self.headers[name] = _Walker(self.ci, real, Unit(file=rel))
+            else:
+                self.headers[name] = None
+        return self.headers[name]
 
     def walk(self, cursor) -> None:
         K = self.K
@@ -296,20 +339,25 @@ class _Walker:
             if c.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.UNEXPOSED_DECL):
                 self.walk(c)
                 continue
-            if not self.mine(c):
-                continue
-            if c.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE):
-                self.record(c)
-            elif c.kind == K.TYPEDEF_DECL:
-                under = c.underlying_typedef_type.get_declaration()
-                if under.kind in (K.STRUCT_DECL, K.UNION_DECL) and under.is_definition():
-                    self.record(under, alias=c.spelling)
-            elif (
-                c.kind
-                in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.FUNCTION_TEMPLATE)
-                and c.is_definition()
-            ):
-                self.function(c)
+            who = self.owner(c)
+            if who is not None:
+                who.take(c)
+
+    def take(self, c) -> None:
+        """Record a top-level declaration of this walker's file."""
+        K = self.K
+        if c.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE):
+            self.record(c)
+        elif c.kind == K.TYPEDEF_DECL:
+            under = c.underlying_typedef_type.get_declaration()
+            if under.kind in (K.STRUCT_DECL, K.UNION_DECL) and under.is_definition():
+                self.record(under, alias=c.spelling)
+        elif (
+            c.kind
+            in (K.FUNCTION_DECL, K.CXX_METHOD, K.CONSTRUCTOR, K.DESTRUCTOR, K.FUNCTION_TEMPLATE)
+            and c.is_definition()
+        ):
+            self.function(c)
 
     # records and members
 

@@ -26,6 +26,7 @@ from gigi.scan._offline import (
     slow_branches,
 )
 from gigi.scan._parse import (
+    HEADER_SUFFIXES,
     ScanError,
     Unit,
     compile_flags,
@@ -45,6 +46,9 @@ class ScanResult:
     resources: list[ResourceGuess]
     candidates: list[tuple[Candidate, bool, str]]  # candidate, verified, reason
     stats: dict = field(default_factory=dict)
+    # resources the recall proposed but no event site of which passed verification: nothing
+    # confirms them and nothing could record them, so they stay out of resources.parquet
+    unconfirmed: list[ResourceGuess] = field(default_factory=list)
 
     def verified(self) -> list[Candidate]:
         return [c for c, ok, _ in self.candidates if ok]
@@ -52,6 +56,31 @@ class ScanResult:
 
 def _parse_one(args):
     return parse_file(*args)
+
+
+def _rel(path: Path, base: Path) -> str:
+    return os.path.relpath(path, base) if path != base else path.name
+
+
+def _parse_all(
+    files: list[Path], base: Path, commands, jobs: int, progress, done: int, total: int
+) -> list[Unit]:
+    """Parse FILES (in worker processes when there are JOBS and files enough), reporting
+    progress as DONE + i of TOTAL."""
+    work = [(str(p), str(base), compile_flags(p, base, commands)) for p in files]
+    units: list[Unit] = []
+    if jobs > 1 and len(work) > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            for i, u in enumerate(pool.map(_parse_one, work, chunksize=4), 1):
+                units.append(u)
+                if progress:
+                    progress(done + i, total)
+    else:
+        for i, w in enumerate(work, 1):
+            units.append(_parse_one(w))
+            if progress:
+                progress(done + i, total)
+    return units
 
 
 def scan(
@@ -69,21 +98,25 @@ def scan(
         raise ScanError(f"{root}: no C or C++ source files")
     base = root if root.is_dir() else root.parent
     commands = load_compile_commands(Path(compile_commands)) if compile_commands else None
-    work = [(str(p), str(base), compile_flags(p, base, commands)) for p in files]
     t0 = time.perf_counter()
-    units: list[Unit] = []
     jobs = jobs or min(os.cpu_count() or 1, 8)
-    if jobs > 1 and len(work) > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            for i, u in enumerate(pool.map(_parse_one, work, chunksize=4), 1):
-                units.append(u)
-                if progress:
-                    progress(i, len(work))
-    else:
-        for i, w in enumerate(work, 1):
-            units.append(_parse_one(w))
-            if progress:
-                progress(i, len(work))
+    # sources first; the tree's headers they include come with them, walked in their context,
+    # and only a header no source includes is parsed on its own
+    sources = [p for p in files if p.suffix not in HEADER_SUFFIXES]
+    units = _parse_all(sources, base, commands, jobs, progress, 0, len(files))
+    by_file = {u.file: u for u in units}
+    for u in units:
+        for h in u.headers:
+            by_file.setdefault(h.file, h)
+        u.headers = []
+    alone = [p for p in files if p.suffix in HEADER_SUFFIXES and _rel(p, base) not in by_file]
+    done = len(files) - len(alone)
+    if progress:
+        progress(done, len(files))
+    for u in _parse_all(alone, base, commands, jobs, progress, done, len(files)):
+        by_file[u.file] = u
+    order = {_rel(p, base): i for i, p in enumerate(files)}
+    units = sorted((u for f, u in by_file.items() if f in order), key=lambda u: order[u.file])
     parse_s = time.perf_counter() - t0
     records = [r for u in units for r in u.records]
     members = [m for u in units for m in u.members]
@@ -148,7 +181,15 @@ def scan(
     }
     if backend is not None:
         stats["llm"] = backend.report()
-    return ScanResult(str(base), units, guesses, results, stats)
+    sited = {c.resource for c, ok, _ in results if ok}
+    return ScanResult(
+        str(base),
+        units,
+        [g for g in guesses if g.name in sited],
+        results,
+        stats,
+        unconfirmed=[g for g in guesses if g.name not in sited],
+    )
 
 
 def _waits_for_what_they_retry(results: list, functions: dict, guesses: dict) -> list:
@@ -430,6 +471,10 @@ def report_of(result: ScanResult) -> dict:
                 "why": g.reasons,
             }
             for g in result.resources
+        ],
+        "unconfirmed_resources": [
+            {"name": g.name, "file": g.file, "line": g.line, "why": g.reasons}
+            for g in result.unconfirmed
         ],
         "kinds": per_kind,
         "diagnostics": [asdict(d) for u in result.units for d in u.diagnostics][:200],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -82,10 +83,31 @@ def link_files(tree: Path, files: tuple[str, ...], dest: Path) -> Path:
     return dest
 
 
-def prepare(tree: Path) -> Path:
+def _generated_headers(tree: Path, build: Path) -> Path | None:
+    """BUILD holding opcodes.h, parse.h and keywordhash.h as SQLite's build makes them, or None
+    (with why on stderr) when it cannot: the opcodes need tclsh."""
+    names = ("opcodes.h", "parse.h", "keywordhash.h")
+    if all((build / n).is_file() and (build / n).stat().st_size for n in names):
+        return build
+    if not (shutil.which("tclsh") or shutil.which("tclsh8.6")):
+        print("SQLite's generated headers need tclsh (Debian package tcl)", file=sys.stderr)
+        return None
+    build.mkdir(parents=True, exist_ok=True)
+    configure = ["sh", str(tree / "configure"), "--disable-tcl", "--disable-readline"]
+    for cmd in (configure, ["make", *names]):
+        done = subprocess.run(cmd, cwd=build, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"{' '.join(cmd)}: {done.stderr[-500:]}", file=sys.stderr)
+            return None
+    return build
+
+
+def prepare(tree: Path, generated: bool = False) -> Path:
     """What a build would generate first and the scan needs: sqlite3.h from sqlite.h.in (the
-    version filled in, as tool/mksqlite3h.tcl does) and empty stand-ins for the generated
-    headers these files do not use; and compile_commands.json for every file of src/."""
+    version filled in, as tool/mksqlite3h.tcl does) and the generated headers (opcodes.h,
+    parse.h, keywordhash.h): empty stand-ins, which the labeled files do not need, or with
+    GENERATED the real ones made by SQLite's own build (configure, then make of just those
+    three: lemon, mkkeywordhash and tclsh); and compile_commands.json for every file of src/."""
     gen = tree / "gigi-gen"
     gen.mkdir(exist_ok=True)
     version = (tree / "VERSION").read_text().strip()
@@ -97,8 +119,12 @@ def prepare(tree: Path) -> Path:
         .replace("--SOURCE-ID--", "gigi-scan")
     )
     (gen / "sqlite3.h").write_text(header)
+    made = _generated_headers(tree, gen / "build") if generated else None
     for name in ("opcodes.h", "parse.h", "keywordhash.h"):
-        (gen / name).touch()
+        if made is not None:
+            shutil.copyfile(made / name, gen / name)
+        elif not (gen / name).exists():
+            (gen / name).touch()
     import json
 
     flags = ["cc", "-std=gnu11", "-DSQLITE_CORE", f"-I{tree / 'src'}", f"-I{gen}"]
