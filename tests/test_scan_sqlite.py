@@ -32,6 +32,10 @@ def test_sqlite_parses_cleanly_with_its_flags(sqlite_scan):
 def test_sqlite_resources_are_found_and_verification_prunes(sqlite_scan):
     ev = evaluate(sqlite_scan, load_labels(HERE / "sqlite" / "labels.json"))
     assert ev["resources"]["fn"] == []  # page cache, slot memory, pager, WAL all found
+    # PGroup and PagerSavepoint look like resources to the recall, but no event site of
+    # theirs is verified: they are reported apart, not written as resources
+    assert ev["resources"]["fp"] == []
+    assert {"PGroup", "PagerSavepoint"} <= {g.name for g in sqlite_scan.unconfirmed}
     assert ev["verified"]["all"]["fp"] < ev["recall"]["all"]["fp"]
     assert ev["verified"]["all"]["tp"] >= 7
     found = {(c.function, c.kind) for c in sqlite_scan.verified()}
