@@ -21,7 +21,7 @@ from gigi.ingest import ingest
 from gigi.ingest._lake import ingest_lake
 from gigi.lake import diagnose_lake, open_lake
 from gigi.lake._duckdb import connect_lake
-from gigi.lake._spark_metrics import lake_sql
+from gigi.lake._stretches import lake_sql
 from gigi.metrics.holdtime import hold_time
 from gigi.queries import connect
 from gigi.scenarios import get
@@ -102,6 +102,48 @@ def test_duckdb_over_the_lake_finds_what_the_store_finds(recorded):
             truth.failure_mode,
             truth.resource,
         )
+
+
+def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded):
+    """The at-scale path (the sweeps a stretch of time at a time, the distributions and the
+    per-task figures in SQL, the partial rows adding up in DuckDB's tables) gives the metrics
+    and the findings of the in-memory kernels, however many stretches the trace is cut into."""
+    store, lake, ids = recorded
+    keyed = {
+        "metrics_blame": ("wait_seq", "culprit", "culprit_resource", "depth"),
+        "metrics_tasks": ("resource", "task"),
+        "metrics_holds": ("resource",),
+        "metrics_waits": ("resource",),
+        "metrics_resources": ("resource",),
+    }
+
+    def metrics(d) -> dict[str, list[dict]]:
+        return {
+            name: sorted(
+                d.con.sql(f"SELECT * FROM {name}").to_arrow_table().to_pylist(),
+                key=lambda r, k=k: tuple(str(r[c]) for c in k),
+            )
+            for name, k in keyed.items()
+        }
+
+    for name in ("mdev-34989", "llama-kv-leak"):
+        want = diagnose_lake(lake, trace=ids[name])
+        assert len(want.con.sql("SELECT * FROM metrics_blame").fetchall()) > 0
+        for stretches in (1, 7, 64):
+            got = diagnose_lake(lake, trace=ids[name], stretches=stretches)
+            assert got.to_json() == want.to_json(), (name, stretches)
+            a, b = metrics(got), metrics(want)
+            for table in keyed:
+                if table != "metrics_blame":
+                    assert a[table] == b[table], (name, stretches, table)
+            # blame, a float summed over the stretches, to within a ns a row
+            assert [{**r, "blame_ns": 0} for r in a["metrics_blame"]] == [
+                {**r, "blame_ns": 0} for r in b["metrics_blame"]
+            ]
+            assert all(
+                abs(x["blame_ns"] - y["blame_ns"]) <= 1
+                for x, y in zip(a["metrics_blame"], b["metrics_blame"], strict=True)
+            )
 
 
 def _explain(con, table: str) -> str:
@@ -473,9 +515,17 @@ def test_transpiled_sql_means_on_spark_what_it_means_on_duckdb(spark):
         "SELECT g, list(x ORDER BY y DESC, x)[:3] AS l, list(DISTINCT y ORDER BY y) AS d, "
         "(['a', 'b', 'c'])[g + 1] AS pick FROM (VALUES (0, 5, 1), (0, 3, 2), (0, 4, 2), "
         "(0, 9, 0), (1, 1, 7)) AS t(g, x, y) GROUP BY g ORDER BY g",
+        # the first n of an ordered list (ties across the cut), other slices, the whole list
+        "SELECT g, list(x ORDER BY y DESC, x)[:2] AS top, list(x ORDER BY y, x)[1:3] AS low, "
+        "list(x ORDER BY y, x)[2:3] AS mid, list(x ORDER BY y DESC, x) AS every "
+        "FROM (VALUES (0, 5, 1.5), (0, 3, 2.0), (0, 4, 2.0), (0, 9, 0.5), (0, 2, 2.0), "
+        "(1, 1, 7.0)) AS t(g, x, y) GROUP BY g ORDER BY g",
         # division in DOUBLE, and printf's rounding (C's, not Java's)
         "SELECT 7 / (10 * 0.1 * 4.0) AS q, printf('%d of %.1f: %.0f%%', 3, 0.25, 12.5) AS s",
     ]
     con = duckdb.connect()
     for q in queries:
         assert [tuple(r) for r in spark.sql(to_spark(q)).collect()] == con.sql(q).fetchall(), q
+    # the first n of a group are kept in a heap of n, not picked from the whole group's list
+    first = to_spark("SELECT list(x ORDER BY y DESC)[:100] FROM t GROUP BY g").upper()
+    assert "MIN_BY(" in first and "COLLECT_LIST" not in first, first

@@ -100,7 +100,6 @@ def test_builtin_headers_are_found_and_diagnostics_reported(tmp_path):
     assert any("missing.h" in m for m in messages), messages
 
 
-
 def test_a_header_is_read_in_the_context_of_the_source_that_includes_it(tmp_path):
     """pool.h is not self-contained (its types come from base.h, which pool.c includes first):
     read alone it gives errors and int members; read as pool.c sees it, neither. A header no
@@ -138,6 +137,7 @@ def test_a_header_is_read_in_the_context_of_the_source_that_includes_it(tmp_path
     functions = {f.name: f.file for u in r.units for f in u.functions}
     assert functions == {"pool_free": "pool.h", "pool_get": "pool.c"}
     assert "Lonely" in {rec.name for u in r.units for rec in u.records}
+
 
 def test_cli_writes_sites_the_diagnosis_accepts(tmp_path, capsys):
     assert main(["scan", str(CORPUS), "--out", str(tmp_path / "out")]) == 0

@@ -26,20 +26,28 @@ def diagnose_lake(
     threshold: float = 0.5,
     params: dict[str, float] | None = None,
     spark=None,
+    stretches: int | None = None,
 ):
     """Diagnose one trace of ``lake`` (``trace`` picks it), or the window ``[since, until)``
     of it, or only ``resources``; on ``engine`` ``duckdb`` or ``spark`` (``master``: a Spark
-    master URL, local mode by default; ``spark``: a SparkSession to use instead). The other
-    arguments are ``gigi.diagnosis.diagnose``'s."""
+    master URL, local mode by default; ``spark``: a SparkSession to use instead). On DuckDB, a
+    trace of ``AT_SCALE`` events or more, or any with ``stretches`` given, has its metrics
+    computed that many stretches of time at a time, in bounded memory (Spark always does).
+    The other arguments are ``gigi.diagnosis.diagnose``'s."""
     if engine not in ENGINES:
         raise QueryError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}")
     scope = open_lake(lake, trace, since=since, until=until, resources=resources)
     dets = load_detectors(detectors, params)
     if engine == "duckdb":
         from gigi.lake._duckdb import connect_lake
+        from gigi.lake._duckdb_metrics import AT_SCALE, StretchedEngine
 
         con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
-        eng = DuckDBEngine(con)
+        events = con.sql("SELECT events FROM trace_info").fetchall()[0][0]
+        if stretches is not None or events >= AT_SCALE:
+            eng = StretchedEngine(con, stretches)
+        else:
+            eng = DuckDBEngine(con)
     else:
         from gigi.lake._spark import SparkEngine
 

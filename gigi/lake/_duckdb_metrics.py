@@ -1,0 +1,152 @@
+"""The ``metrics_*`` tables on one node for a trace too large to hold: the plan the Spark path
+follows (``gigi.lake._spark_metrics``), run by DuckDB, so that memory follows a stretch of
+time and not the trace.
+
+- totals: the totals kernel over the events streamed in trace order, as for any trace;
+- the blame and the task shares: the numba sweeps, one stretch of time at a time
+  (``gigi.lake._stretches``), read from one DuckDB query ordered by stretch; their partial rows
+  go into DuckDB tables, which spill to disk, and add up there;
+- hold and wait distributions, and the per-task figures: SQL (``sql/distribution*.sql``,
+  ``sql/task_metrics.sql``), the twins the tests hold to the kernels.
+
+The figures are those of ``gigi.diagnosis._metrics.compute`` (blame to within rounding, as on
+Spark); a trace of fewer than ``AT_SCALE`` events keeps that in-memory path.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+
+from gigi.diagnosis._diagnose import DuckDBEngine
+from gigi.diagnosis._metrics import _totals, outstanding_table, resource_table
+from gigi.lake._stretches import (
+    BLAME_UNION,
+    SHARES_UNION,
+    blame_sweep,
+    chunk_count,
+    chunked,
+    distribution,
+    lake_sql,
+    shares_sweep,
+)
+
+AT_SCALE = 1 << 24  # events from which a lake is diagnosed a stretch of time at a time
+BATCH = 1 << 18  # rows read from DuckDB at a time
+
+BLAME_KEYS = "wait_seq, resource, object, victim, culprit, culprit_resource, depth"
+BLAME_ARROW = pa.schema(
+    [(k, pa.string() if "resource" in k else pa.int64()) for k in BLAME_KEYS.split(", ")]
+    + [("blame_ns", pa.float64())]
+)
+SHARES_ARROW = pa.schema(
+    [("resource", pa.string()), ("task", pa.int64()), ("held", pa.int64()), ("used", pa.int64())]
+)
+
+
+def compute(con, stages, chunks: int | None = None) -> None:
+    """Register the ``metrics_*`` tables on ``con`` (a lake's views), stretch by stretch."""
+    resources = con.sql("SELECT resource, capacity, sharing FROM resources ORDER BY resource")
+    resources = resources.to_arrow_table()
+    names = resources.column("resource").to_pylist()
+    start, end, events = con.sql('SELECT start, "end", events FROM trace_info').fetchall()[0]
+    span = max(end - start, 1)
+    chunks = chunks or chunk_count(events)
+    with stages("totals: events, outstanding, rates"):
+        totals, level, rate, square = _totals(con, names, start, end)
+    with stages("blame: attribution over waits and holds"):
+        sweep = blame_sweep(names, start, span, chunks)
+        _by_stretch(con, "blame_parts", BLAME_UNION, sweep, BLAME_ARROW, start, span, chunks)
+        # summed over the stretches, then rounded half to even, as Spark's bround
+        con.execute(f"""
+            CREATE OR REPLACE TABLE metrics_blame AS
+            SELECT {BLAME_KEYS}, CAST(round_even(sum(blame_ns), 0) AS BIGINT) AS blame_ns
+            FROM blame_parts GROUP BY ALL HAVING sum(blame_ns) > 0""")
+        con.execute("DROP TABLE blame_parts")
+        per_res = {
+            r[0]: {"blame_ns_sum": r[1], "victim_count_distinct": r[2]}
+            for r in con.sql(
+                "SELECT resource, sum(blame_ns), count(DISTINCT victim) FROM metrics_blame "
+                "GROUP BY resource"
+            ).fetchall()
+        }
+    tables = {
+        "metrics_resources": resource_table(
+            resources, start, end, totals, level, rate, square, per_res
+        ),
+        "metrics_outstanding": outstanding_table(names, start, end, level, rate),
+    }
+    with stages("holds: hold-time distribution"):
+        tables["metrics_holds"] = distribution(_rows(con), names, "holds", "hold_ns")
+    with stages("waits: wait-time distribution"):
+        tables["metrics_waits"] = distribution(_rows(con), names, "waits", "dur")
+    for name, table in tables.items():
+        con.register(name, table)
+    with stages("tasks: per-task shares"):
+        sweep = shares_sweep(names, start, span, chunks)
+        _by_stretch(
+            con, "task_shares_by_chunk", SHARES_UNION, sweep, SHARES_ARROW, start, span, chunks
+        )
+        con.execute(
+            "CREATE OR REPLACE TABLE metrics_tasks AS "
+            + lake_sql("task_metrics", shares="task_shares_by_chunk")
+        )
+        con.execute("DROP TABLE task_shares_by_chunk")
+
+
+def _rows(con):
+    def rows(text: str) -> list[dict]:
+        rel = con.sql(text)
+        return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
+
+    return rows
+
+
+def _by_stretch(con, table: str, union_sql: str, sweep, schema: pa.Schema, start, span, chunks):
+    """``sweep`` over each stretch's rows of ``union_sql``, its results (of ``schema``) put
+    in the new ``table``.
+
+    The rows come from one query ordered by stretch, read on a cursor of their own (a query on
+    ``con`` would end that stream) a batch at a time; a stretch is swept once its last row is
+    in."""
+    con.register("gigi_stretch", schema.empty_table())
+    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM gigi_stretch")
+    con.unregister("gigi_stretch")
+    text = chunked(union_sql, start, span, chunks) + " ORDER BY chunk"
+    reader = con.cursor().sql(text).to_arrow_reader(BATCH)
+    held: list[pa.RecordBatch] = []
+    current = None
+
+    def flush() -> None:
+        if held:
+            con.register("gigi_stretch", sweep(pa.Table.from_batches(held)))
+            con.execute(f"INSERT INTO {table} SELECT * FROM gigi_stretch")
+            con.unregister("gigi_stretch")
+            held.clear()
+
+    for batch in reader:
+        chunk = batch.column(batch.schema.get_field_index("chunk")).to_numpy()
+        cuts = [0, *(np.flatnonzero(np.diff(chunk)) + 1).tolist(), len(chunk)]
+        for lo, hi in itertools.pairwise(cuts):
+            if lo == hi:
+                continue
+            if int(chunk[lo]) != current:
+                flush()
+                current = int(chunk[lo])
+            held.append(batch.slice(lo, hi - lo))
+    flush()
+
+
+class StretchedEngine(DuckDBEngine):
+    """``DuckDBEngine`` whose metrics are computed a stretch of time at a time (``compute``):
+    for a lake whose trace would not fit in memory. ``chunks``: how many stretches (default:
+    about one per ``CHUNK_EVENTS`` events)."""
+
+    def __init__(self, con, chunks: int | None = None) -> None:
+        super().__init__(con)
+        self.chunks = chunks
+
+    def compute_metrics(self, stages) -> None:
+        compute(self.con, stages, self.chunks)
