@@ -529,3 +529,13 @@ def test_transpiled_sql_means_on_spark_what_it_means_on_duckdb(spark):
     # the first n of a group are kept in a heap of n, not picked from the whole group's list
     first = to_spark("SELECT list(x ORDER BY y DESC)[:100] FROM t GROUP BY g").upper()
     assert "MIN_BY(" in first and "COLLECT_LIST" not in first, first
+
+
+@pytest.mark.slow
+def test_spark_names_what_the_culprit_executed_from_the_lakes_samples(contended, store, spark):
+    trace, perf = contended
+    ingest(trace, store, perf=perf)
+    ingest_lake(store, store.parent / "lake")
+    want = diagnose(store).to_json()
+    got = diagnose_lake(store.parent / "lake", engine="spark", spark=spark).to_json()
+    assert got == want and "executing" in got["findings"][0]

@@ -18,7 +18,7 @@ from gigi.diagnosis import diagnose
 from gigi.errors import IngestError
 from gigi.ingest import PerfSummary, ingest, ingest_perf, parse_perf_script
 from gigi.queries import connect
-from tests.conftest import events, write_stream
+from tests.conftest import S, events, perf_line, write_stream, write_tasks
 
 PERF = Path(__file__).parent / "perf"
 COLUMNS = ("ts", "thread", "pid", "comm", "cpu", "event", "period", "leaf_dso", "stack", "line")
@@ -158,30 +158,6 @@ def test_a_frame_before_any_sample_is_refused(tmp_path):
 
 # --- joined to tasks, and beside a finding -------------------------------------------------
 
-S = 1_000_000_000
-
-
-def perf_line(ts: int, tid: int, function: str, comm: str = "app") -> str:
-    """One sample as `perf script` prints it without -g (the layout of tests/perf/flat.txt)."""
-    return (
-        f"{comm:>16} {tid:5d} {ts // S:5d}.{ts % S:09d}:     250000 cpu-clock:  "
-        f"    55d8e866d530 {function}+0x15 (/srv/app/app)\n"
-    )
-
-
-def write_tasks(path: Path, rows: list[tuple]) -> None:
-    task, name, start, end = zip(*rows, strict=True)
-    write_stream(
-        path,
-        {
-            "task": pa.array(task, pa.int64()),
-            "name": list(name),
-            "start": pa.array(start, pa.int64()),
-            "end": pa.array(end, pa.int64()),
-        },
-        metadata={b"gigi.table": b"tasks"},
-    )
-
 
 @pytest.fixture
 def nested(trace_dir):
@@ -257,39 +233,6 @@ def test_a_store_without_samples_file_has_an_empty_samples_view(nested, store):
     (store / m.trace_id / "samples.parquet").unlink()  # as ingested before samples existed
     con = connect(store)
     assert con.sql("SELECT count(*) FROM samples_by_task").fetchall() == [(0,)]
-
-
-@pytest.fixture
-def contended(trace_dir, tmp_path):
-    """A compaction (task 1, thread 10) holds a lock 0-1 s; requests 2 and 3 (threads 20, 30)
-    wait for it 0.1-1 s. Perf saw the compaction's thread in compact_everything (80%) and
-    memmove (20%) during the waits, in idle_loop afterwards, and the requests spin."""
-    write_stream(
-        trace_dir / "e.arrows",
-        events(
-            ts=[0, S // 10, S // 10, S, S, S, S, S, S, 2 * S],
-            kind=["ACQUIRE", "WAIT", "WAIT", "RELEASE"]
-            + ["ACQUIRE", "RELEASE", "ACQUIRE", "RELEASE"]
-            + ["USE", "USE"],
-            resource=["app.table_lock"] * 8 + ["app.other"] * 2,
-            task=[1, 2, 3, 1, 2, 2, 3, 3, 1, 1],
-            thread=[10, 20, 30, 10, 20, 20, 30, 30, 10, 10],
-            dur=pa.array([0, 9 * S // 10, 9 * S // 10, 0, 0, 0, 0, 0, 0, 0], pa.int64()),
-        ),
-    )
-    write_tasks(
-        trace_dir / "t.arrows",
-        [(1, "compaction", 0, 2 * S), (2, "request", S // 10, S), (3, "request", S // 10, S)],
-    )
-    perf = tmp_path / "perf.txt"
-    lines = []
-    for i in range(100):  # every 9 ms between 0.1 and 1 s
-        ts = S // 10 + i * 9_000_000
-        lines.append(perf_line(ts, 10, "memmove" if i % 5 == 0 else "compact_everything"))
-        lines.append(perf_line(ts + 1000, 20, "spin_wait"))
-    lines += [perf_line(3 * S // 2 + i, 10, "idle_loop") for i in range(300)]
-    perf.write_text("".join(lines))
-    return trace_dir, perf
 
 
 def test_diagnose_shows_what_the_culprit_executed(contended, store):
@@ -446,3 +389,32 @@ def test_event_names_with_modifiers_pmus_and_tracepoints(tmp_path, header, want)
     assert [(r[5], r[6], r[1], r[2], r[4], r[0], r[8]) for r in rows] == [
         (*want, 2, 1, 3, 10_000_000_001, ["db::Table::compact"])
     ]
+
+
+def test_a_lake_keeps_the_samples_and_names_what_the_culprit_executed(contended, store):
+    """ingest --lake carries a stored trace's perf samples (by day, like its events): a
+    diagnosis of the lake names what the culprit executed, as the store's does; the trace put
+    in again without them leaves none behind."""
+    from gigi.ingest._lake import ingest_lake
+    from gigi.lake import diagnose_lake
+
+    trace, perf = contended
+    m = ingest(trace, store, perf=perf)
+    lake = store.parent / "lake"
+    ingest_lake(store, lake)
+    assert list((lake / "samples" / f"trace={m.trace_id}").glob("day=*/*.parquet"))
+    want = diagnose(store).to_json()
+    got = diagnose_lake(lake).to_json()
+    assert got == want
+    assert got["findings"][0]["executing"]["events"][0]["functions"][0]["function"] == (
+        "compact_everything"
+    )
+    # a window: only its samples are read
+    d = diagnose_lake(lake, since=0, until=S // 2)
+    assert d.con.sql("SELECT count(*) FROM samples").fetchall()[0][0] == 2 * 45
+    # again, from a store entry without samples: the lake's go
+    bare = ingest(trace, store.parent / "bare")
+    ingest_lake(store.parent / "bare", lake)
+    assert bare.trace_id == m.trace_id
+    assert not (lake / "samples" / f"trace={m.trace_id}").exists()
+    assert "executing" not in diagnose_lake(lake).to_json()["findings"][0]

@@ -9,6 +9,9 @@ per day, which DuckDB and Spark read where it lies (``gigi-query diagnose --lake
         ingest's pairing of ACQUIRE to RELEASE (``acquire_seq``, ``release_seq``, ``amount``),
         with the ``resource`` and the ``acquire_ts`` and ``release_ts`` of the pair's events; in
         the day of its ACQUIRE (of its RELEASE when the hold began before the trace)
+    LAKE/samples/trace=<id>/day=<YYYY-MM-DD>/part-<n>.parquet
+        the perf samples ingested beside the trace (``ingest --perf``), sorted by ``ts``; only
+        for a trace that has them
     LAKE/tasks/trace=<id>/part-0.parquet        the tables of trace format v1, as ingested
     LAKE/resources/trace=<id>/part-0.parquet
     LAKE/sites/trace=<id>/part-0.parquet
@@ -33,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from gigi.ingest._perf import SAMPLES_FILE
 from gigi.ingest._store import replace_entry
 from gigi.schema import HOLD_PAIRS_SCHEMA, STORE_EVENTS_SCHEMA
 
@@ -41,6 +45,7 @@ ROW_GROUP = 1 << 19
 ROWS_PER_FILE = 8 << 20
 SMALL_TABLES = ("tasks", "resources", "sites")
 MANIFESTS = "manifests"
+SAMPLES = "samples"
 
 # What the lake's hold_pairs add to the store's: what a reader needs to prune them by time
 # and resource without a join.
@@ -116,12 +121,28 @@ def write_lake(entry: Path, trace_id: str, lake: Path) -> None:
         for name in SMALL_TABLES:
             (stage / name).mkdir(parents=True)
             shutil.copyfile(entry / f"{name}.parquet", stage / name / "part-0.parquet")
+        sampled = _write_samples(entry, stage / SAMPLES)
         (stage / MANIFESTS).mkdir()
         shutil.copyfile(entry / "manifest.json", stage / MANIFESTS / "manifest.json")
-        for table in ("events", "hold_pairs", *SMALL_TABLES, MANIFESTS):
+        for table in ("events", "hold_pairs", *SMALL_TABLES, *[SAMPLES] * sampled, MANIFESTS):
             _replace(stage / table, partition(lake, table, trace_id))
+        if not sampled:  # the trace put in again without samples: the old ones go
+            shutil.rmtree(partition(lake, SAMPLES, trace_id), ignore_errors=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _write_samples(entry: Path, directory: Path) -> bool:
+    """The entry's perf samples, by day, sorted by ts; False when it has none."""
+    path = entry / SAMPLES_FILE
+    if not path.is_file() or pq.ParquetFile(path).metadata.num_rows == 0:
+        return False
+    table = pq.read_table(path).sort_by("ts")
+    writer = DayWriter(directory, table.schema)
+    for batch in table.to_batches(ROW_GROUP):
+        writer.write_by_day(batch, batch.column("ts").to_numpy())
+    writer.close()
+    return True
 
 
 def _event_index(entry: Path):

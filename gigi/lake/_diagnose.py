@@ -38,8 +38,9 @@ def diagnose_lake(
         raise QueryError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}")
     scope = open_lake(lake, trace, since=since, until=until, resources=resources)
     dets = load_detectors(detectors, params)
+    from gigi.lake._duckdb import connect_lake
+
     if engine == "duckdb":
-        from gigi.lake._duckdb import connect_lake
         from gigi.lake._duckdb_metrics import AT_SCALE, StretchedEngine
 
         con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
@@ -52,12 +53,12 @@ def diagnose_lake(
         from gigi.lake._spark import SparkEngine
 
         eng = SparkEngine(scope, spark=spark, master=master, memory=spark_memory)
-        con = None
-    d = run(eng, dets, params, threshold=threshold, sites=sites)
-    if con is None:  # the findings came from Spark; a person's queries (the report) go here
-        from gigi.lake._duckdb import connect_lake
-
+        # the findings come from Spark; a person's queries (the report) and what the culprits
+        # executed (perf samples) are read by DuckDB over the same scope
         con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
+        if scope.sampled:
+            eng.samples = DuckDBEngine(con)
+    d = run(eng, dets, params, threshold=threshold, sites=sites)
     d.trace, d.dropped, d.con, d.manifest = scope.trace_id, scope.dropped, con, scope.manifest
     d.events = int(eng.rows("SELECT events FROM trace_info")[0][0])
     return d

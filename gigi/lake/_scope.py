@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gigi.errors import IngestError, QueryError, did_you_mean
 from gigi.ingest import Manifest
-from gigi.ingest._lake import MANIFESTS, day_of, partition
+from gigi.ingest._lake import MANIFESTS, SAMPLES, day_of, partition
 
 SQL_DIR = Path(__file__).parent / "sql"
 EVENT_COLUMNS = ("ts, kind, resource, task, thread, amount, dur, object, site, value, seq").split(
@@ -112,13 +112,23 @@ class LakeScope:
             return m.dropped
         return sum(m.dropped_by_resource.get(r, 0) for r in self.resources)
 
-    def event_filter(self) -> str:
-        """The condition (DuckDB and Spark SQL alike) on an events relation."""
+    @property
+    def sampled(self) -> bool:
+        """The trace has perf samples in the lake."""
+        return any(partition(self.lake, SAMPLES, self.trace_id).glob("*/*.parquet"))
+
+    def time_filter(self) -> str:
+        """The window's condition on ``ts`` (DuckDB and Spark SQL alike)."""
         terms = []
         if self.since is not None:
             terms.append(f"ts >= {self.since}")
         if self.until is not None:
             terms.append(f"ts < {self.until}")
+        return " AND ".join(terms) or "TRUE"
+
+    def event_filter(self) -> str:
+        """The condition (DuckDB and Spark SQL alike) on an events relation."""
+        terms = [self.time_filter()] if self.windowed else []
         if self.resources:
             terms.append(f"resource IN ({', '.join(_quote(r) for r in self.resources)})")
         return " AND ".join(terms) or "TRUE"
@@ -158,7 +168,7 @@ class LakeScope:
             "tasks": rel["tasks"],
             "resources": rel["resources"],
             "sites": rel["sites"],
-            "samples": "_no_samples",
+            "samples": rel.get("samples", "_no_samples"),
             "trace_id": _quote(self.trace_id),
             "start": str(self.start),
             "end": str(self.end),

@@ -93,6 +93,7 @@ class SparkEngine:
 
         self.spark.udf.register("gigi_printf", gigi_printf, StringType())
         self.values: dict[str, float] = {}
+        self.samples = None  # a DuckDB engine over the lake's perf samples, when it has some
         self._relations()
         self._views()
 
@@ -171,10 +172,15 @@ class SparkEngine:
         return "sites_given"
 
     def has_samples(self) -> bool:
-        return False  # a lake holds no perf samples
+        return self.samples is not None and self.samples.has_samples()
 
     def executing(self, f: Finding) -> dict:
-        raise QueryError("perf samples are not read from a lake")
+        """What the culprits executed, read by ``samples`` (a DuckDB engine over the same scope
+        of the lake): a finding's tasks and their samples are small, and the samples_by_task
+        view's ASOF JOIN has no Spark form."""
+        if self.samples is None:
+            raise QueryError("this diagnosis reads no perf samples")
+        return self.samples.executing(f)
 
 
 def _first_line(e: Exception) -> str:
