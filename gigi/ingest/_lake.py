@@ -169,23 +169,52 @@ def _event_index(entry: Path):
 
 
 def _write_pairs(entry: Path, directory: Path, ts_of: np.ndarray, res_of) -> None:
-    pairs = pq.read_table(entry / "hold_pairs")
-    acq = pairs.column("acquire_seq").to_numpy(zero_copy_only=False)
-    rel = pairs.column("release_seq").to_numpy(zero_copy_only=False)
-    acq = np.where(pc.is_null(pairs.column("acquire_seq")).to_numpy(zero_copy_only=False), -1, acq)
-    rel = np.where(pc.is_null(pairs.column("release_seq")).to_numpy(zero_copy_only=False), -1, rel)
-    acq, rel = acq.astype(np.int64), rel.astype(np.int64)
+    """The entry's hold pairs with their resource and times, into the day of their ACQUIRE
+    (of their RELEASE when the hold began before the trace): a row group of pairs at a time,
+    one file open per day, in the store's order (pairs are made as their RELEASEs come, so
+    nearly in time order), each row group sorted by its anchor event."""
+    writers: dict[int, pq.ParquetWriter] = {}
+    try:
+        for path in sorted((entry / "hold_pairs").glob("*.parquet")):
+            for batch in pq.ParquetFile(path).iter_batches(ROW_GROUP):
+                table, day = _lake_pairs(batch, ts_of, res_of)
+                cuts = np.flatnonzero(np.diff(day)) + 1
+                for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(day)], strict=True):
+                    if hi == lo:
+                        continue
+                    d = int(day[lo])
+                    if d not in writers:
+                        folder = directory / f"day={day_of(d * DAY_NS)}"
+                        folder.mkdir(parents=True, exist_ok=True)
+                        writers[d] = pq.ParquetWriter(
+                            folder / "part-00000.parquet", LAKE_HOLD_PAIRS_SCHEMA
+                        )
+                    writers[d].write(table.slice(int(lo), int(hi - lo)), row_group_size=ROW_GROUP)
+    finally:
+        for w in writers.values():
+            w.close()
+    if not writers:  # a trace without holds still has the table
+        writer = DayWriter(directory, LAKE_HOLD_PAIRS_SCHEMA)
+        writer.write(day_of(0), LAKE_HOLD_PAIRS_SCHEMA.empty_table())
+        writer.close()
+
+
+def _lake_pairs(batch: pa.RecordBatch, ts_of: np.ndarray, res_of) -> tuple[pa.Table, np.ndarray]:
+    """A batch of the store's hold pairs as the lake keeps them, sorted by (day, anchor), and
+    each row's day (days since the epoch)."""
+    acq = batch.column("acquire_seq").fill_null(-1).to_numpy().astype(np.int64)
+    rel = batch.column("release_seq").fill_null(-1).to_numpy().astype(np.int64)
     codes, names = res_of
     anchor = np.where(acq >= 0, acq, rel)
     a_ts = ts_of[np.maximum(acq, 0)] if len(ts_of) else np.zeros(len(acq), np.int64)
     r_ts = ts_of[np.maximum(rel, 0)] if len(ts_of) else np.zeros(len(rel), np.int64)
-    key_ts = np.where(acq >= 0, a_ts, r_ts)
-    order = np.lexsort((anchor, key_ts // DAY_NS))
+    day = np.where(acq >= 0, a_ts, r_ts) // DAY_NS
+    order = np.lexsort((anchor, day))
     table = pa.table(
         {
             "acquire_seq": pa.array(acq[order], mask=acq[order] < 0),
             "release_seq": pa.array(rel[order], mask=rel[order] < 0),
-            "amount": pairs.column("amount").take(pa.array(order)),
+            "amount": batch.column("amount").take(pa.array(order)),
             "resource": names.take(pa.array(codes[anchor[order]]))
             if len(order)
             else pa.array([], pa.string()),
@@ -194,17 +223,7 @@ def _write_pairs(entry: Path, directory: Path, ts_of: np.ndarray, res_of) -> Non
         },
         schema=LAKE_HOLD_PAIRS_SCHEMA,
     )
-    writer = DayWriter(directory, LAKE_HOLD_PAIRS_SCHEMA)
-    for batch in table.to_batches(ROW_GROUP):
-        writer.write_by_day(batch, _key(batch))
-    writer.close()
-    if not any(directory.glob("*/*.parquet")):  # a trace without holds still has the table
-        writer.write(day_of(0), LAKE_HOLD_PAIRS_SCHEMA.empty_table())
-        writer.close()
-
-
-def _key(batch: pa.RecordBatch) -> np.ndarray:
-    return pc.coalesce(batch.column("acquire_ts"), batch.column("release_ts")).to_numpy()
+    return table, day[order]
 
 
 def _replace(new: Path, target: Path) -> None:
