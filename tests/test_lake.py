@@ -539,3 +539,17 @@ def test_spark_names_what_the_culprit_executed_from_the_lakes_samples(contended,
     want = diagnose(store).to_json()
     got = diagnose_lake(store.parent / "lake", engine="spark", spark=spark).to_json()
     assert got == want and "executing" in got["findings"][0]
+
+
+def test_a_store_trace_at_scale_is_diagnosed_a_stretch_at_a_time(recorded, monkeypatch):
+    """A store's trace of AT_SCALE events or more takes the stretched path too, with the same
+    findings."""
+    from gigi.lake import _duckdb_metrics
+
+    store, _, ids = recorded
+    want = diagnose(store, trace=ids["mdev-34989"]).to_json()
+    monkeypatch.setattr(_duckdb_metrics, "AT_SCALE", 1)
+    d = diagnose(store, trace=ids["mdev-34989"])
+    tables = {r[0] for r in d.con.sql("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert {"metrics_blame", "metrics_tasks"} <= tables  # made by the stretched path
+    assert d.to_json() == want

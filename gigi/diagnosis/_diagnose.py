@@ -340,7 +340,11 @@ def diagnose(
     dets = load_detectors(detectors, params)
     con = connect(entry, memory_limit=memory_limit(), keep_order=False)
     m = entry.manifest
-    d = run(DuckDBEngine(con), dets, params, threshold=threshold, sites=sites)
+    from gigi.lake import _duckdb_metrics as at_scale
+
+    # a trace too large to hold: its metrics a stretch of time at a time, as for a lake
+    engine = at_scale.StretchedEngine(con) if m.events >= at_scale.AT_SCALE else DuckDBEngine(con)
+    d = run(engine, dets, params, threshold=threshold, sites=sites)
     d.trace, d.events, d.dropped, d.entry, d.con = m.trace_id, m.events, m.dropped, entry, con
     d.manifest = m
     return d

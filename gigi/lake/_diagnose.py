@@ -41,12 +41,12 @@ def diagnose_lake(
     from gigi.lake._duckdb import connect_lake
 
     if engine == "duckdb":
-        from gigi.lake._duckdb_metrics import AT_SCALE, StretchedEngine
+        from gigi.lake import _duckdb_metrics as at_scale
 
         con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
         events = con.sql("SELECT events FROM trace_info").fetchall()[0][0]
-        if stretches is not None or events >= AT_SCALE:
-            eng = StretchedEngine(con, stretches)
+        if stretches is not None or events >= at_scale.AT_SCALE:
+            eng = at_scale.StretchedEngine(con, stretches)
         else:
             eng = DuckDBEngine(con)
     else:
