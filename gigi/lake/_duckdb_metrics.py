@@ -22,16 +22,7 @@ import pyarrow as pa
 
 from gigi.diagnosis._diagnose import DuckDBEngine
 from gigi.diagnosis._metrics import _totals, outstanding_table, resource_table
-from gigi.lake._stretches import (
-    BLAME_UNION,
-    SHARES_UNION,
-    blame_sweep,
-    chunk_count,
-    chunked,
-    distribution,
-    lake_sql,
-    shares_sweep,
-)
+from gigi.lake import _stretches as stretch
 
 AT_SCALE = 1 << 24  # events from which a lake is diagnosed a stretch of time at a time
 BATCH = 1 << 18  # rows read from DuckDB at a time
@@ -53,12 +44,14 @@ def compute(con, stages, chunks: int | None = None) -> None:
     names = resources.column("resource").to_pylist()
     start, end, events = con.sql('SELECT start, "end", events FROM trace_info').fetchall()[0]
     span = max(end - start, 1)
-    chunks = chunks or chunk_count(events)
+    chunks = chunks or stretch.chunk_count(events)
     with stages("totals: events, outstanding, rates"):
         totals, level, rate, square = _totals(con, names, start, end)
     with stages("blame: attribution over waits and holds"):
-        sweep = blame_sweep(names, start, span, chunks)
-        _by_stretch(con, "blame_parts", BLAME_UNION, sweep, BLAME_ARROW, start, span, chunks)
+        sweep = stretch.blame_sweep(names, start, span, chunks)
+        _by_stretch(
+            con, "blame_parts", stretch.BLAME_UNION, sweep, BLAME_ARROW, start, span, chunks
+        )
         # summed over the stretches, then rounded half to even, as Spark's bround
         con.execute(f"""
             CREATE OR REPLACE TABLE metrics_blame AS
@@ -79,19 +72,26 @@ def compute(con, stages, chunks: int | None = None) -> None:
         "metrics_outstanding": outstanding_table(names, start, end, level, rate),
     }
     with stages("holds: hold-time distribution"):
-        tables["metrics_holds"] = distribution(_rows(con), names, "holds", "hold_ns")
+        tables["metrics_holds"] = stretch.distribution(_rows(con), names, "holds", "hold_ns")
     with stages("waits: wait-time distribution"):
-        tables["metrics_waits"] = distribution(_rows(con), names, "waits", "dur")
+        tables["metrics_waits"] = stretch.distribution(_rows(con), names, "waits", "dur")
     for name, table in tables.items():
         con.register(name, table)
     with stages("tasks: per-task shares"):
-        sweep = shares_sweep(names, start, span, chunks)
+        sweep = stretch.shares_sweep(names, start, span, chunks)
         _by_stretch(
-            con, "task_shares_by_chunk", SHARES_UNION, sweep, SHARES_ARROW, start, span, chunks
+            con,
+            "task_shares_by_chunk",
+            stretch.SHARES_UNION,
+            sweep,
+            SHARES_ARROW,
+            start,
+            span,
+            chunks,
         )
         con.execute(
             "CREATE OR REPLACE TABLE metrics_tasks AS "
-            + lake_sql("task_metrics", shares="task_shares_by_chunk")
+            + stretch.lake_sql("task_metrics", shares="task_shares_by_chunk")
         )
         con.execute("DROP TABLE task_shares_by_chunk")
 
@@ -114,7 +114,7 @@ def _by_stretch(con, table: str, union_sql: str, sweep, schema: pa.Schema, start
     con.register("gigi_stretch", schema.empty_table())
     con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM gigi_stretch")
     con.unregister("gigi_stretch")
-    text = chunked(union_sql, start, span, chunks) + " ORDER BY chunk"
+    text = stretch.chunked(union_sql, start, span, chunks) + " ORDER BY chunk"
     reader = con.cursor().sql(text).to_arrow_reader(BATCH)
     held: list[pa.RecordBatch] = []
     current = None
