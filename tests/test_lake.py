@@ -21,7 +21,7 @@ from gigi.ingest import ingest
 from gigi.ingest._lake import ingest_lake
 from gigi.lake import diagnose_lake, open_lake
 from gigi.lake._duckdb import connect_lake
-from gigi.lake._stretches import lake_sql
+from gigi.lake._stretches import VIEWS, lake_sql
 from gigi.metrics.holdtime import hold_time
 from gigi.queries import connect
 from gigi.scenarios import get
@@ -104,11 +104,15 @@ def test_duckdb_over_the_lake_finds_what_the_store_finds(recorded):
         )
 
 
-def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded):
-    """The at-scale path (the sweeps a stretch of time at a time, the distributions and the
-    per-task figures in SQL, the partial rows adding up in DuckDB's tables) gives the metrics
-    and the findings of the in-memory kernels, however many stretches the trace is cut into."""
+def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded, monkeypatch):
+    """The at-scale path (the sweeps a stretch of time at a time, the partial rows adding up in
+    DuckDB's tables, the per-task figures in SQL a part of the tasks at a time) gives the
+    metrics and the findings of the in-memory kernels, however many stretches the trace is cut
+    into."""
+    from gigi.lake import _duckdb_metrics
+
     store, lake, ids = recorded
+    monkeypatch.setattr(_duckdb_metrics, "TASK_PART_EVENTS", 500)  # several parts of tasks
     keyed = {
         "metrics_blame": ("wait_seq", "culprit", "culprit_resource", "depth"),
         "metrics_tasks": ("resource", "task"),
@@ -341,7 +345,8 @@ def test_task_metrics_sql_matches_the_kernel(recorded):
         ),
     )
     got = con.sql(
-        lake_sql("task_metrics", shares="shares") + " ORDER BY resource, task"
+        lake_sql("task_metrics", shares="shares", tasks="TRUE", **VIEWS)
+        + " ORDER BY resource, task"
     ).to_arrow_table()
     want = want.sort_by([("resource", "ascending"), ("task", "ascending")])
     assert got.column_names == want.column_names

@@ -6,8 +6,10 @@ time and not the trace.
 - the blame and the task shares: the numba sweeps, one stretch of time at a time
   (``gigi.lake._stretches``), read from one DuckDB query ordered by stretch; their partial rows
   go into DuckDB tables, which spill to disk, and add up there;
-- hold and wait distributions, and the per-task figures: SQL (``sql/distribution*.sql``,
-  ``sql/task_metrics.sql``), the twins the tests hold to the kernels.
+- hold and wait distributions: the distribution kernel, as for any trace (two columns a hold
+  or a wait);
+- the per-task figures: SQL (``sql/task_metrics.sql``, the twin the tests hold to the
+  kernels), a part of the tasks at a time.
 
 The figures are those of ``gigi.diagnosis._metrics.compute`` (blame to within rounding, as on
 Spark); a trace of fewer than ``AT_SCALE`` events keeps that in-memory path.
@@ -21,11 +23,12 @@ import numpy as np
 import pyarrow as pa
 
 from gigi.diagnosis._diagnose import DuckDBEngine
-from gigi.diagnosis._metrics import _totals, outstanding_table, resource_table
+from gigi.diagnosis._metrics import _distribution, _totals, outstanding_table, resource_table
 from gigi.lake import _stretches as stretch
 
 AT_SCALE = 1 << 24  # events from which a lake is diagnosed a stretch of time at a time
 BATCH = 1 << 18  # rows read from DuckDB at a time
+TASK_PART_EVENTS = 1 << 23  # events per part of the tasks whose metrics are computed at once
 
 BLAME_KEYS = "wait_seq, resource, object, victim, culprit, culprit_resource, depth"
 BLAME_ARROW = pa.schema(
@@ -72,36 +75,48 @@ def compute(con, stages, chunks: int | None = None) -> None:
         "metrics_outstanding": outstanding_table(names, start, end, level, rate),
     }
     with stages("holds: hold-time distribution"):
-        tables["metrics_holds"] = stretch.distribution(_rows(con), names, "holds", "hold_ns")
+        tables["metrics_holds"] = _distribution(con, names, "holds", "hold_ns")
     with stages("waits: wait-time distribution"):
-        tables["metrics_waits"] = stretch.distribution(_rows(con), names, "waits", "dur")
+        tables["metrics_waits"] = _distribution(con, names, "waits", "dur")
     for name, table in tables.items():
         con.register(name, table)
     with stages("tasks: per-task shares"):
         sweep = stretch.shares_sweep(names, start, span, chunks)
-        _by_stretch(
-            con,
-            "task_shares_by_chunk",
-            stretch.SHARES_UNION,
-            sweep,
-            SHARES_ARROW,
-            start,
-            span,
-            chunks,
-        )
-        con.execute(
-            "CREATE OR REPLACE TABLE metrics_tasks AS "
-            + stretch.lake_sql("task_metrics", shares="task_shares_by_chunk")
-        )
-        con.execute("DROP TABLE task_shares_by_chunk")
+        shares = "task_shares_by_chunk"
+        _by_stretch(con, shares, stretch.SHARES_UNION, sweep, SHARES_ARROW, start, span, chunks)
+        _per_task(con, shares, events)
+        con.execute(f"DROP TABLE {shares}")
 
 
-def _rows(con):
-    def rows(text: str) -> list[dict]:
-        rel = con.sql(text)
-        return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
-
-    return rows
+def _per_task(con, shares: str, events: int) -> None:
+    """``metrics_tasks`` by ``sql/task_metrics.sql``, over narrow copies of the views' columns
+    it reads, for a part of the tasks at a time (by a hash of the task): a pair's figures need
+    all its rows, and one part at a time is what bounds the memory."""
+    parts = events // TASK_PART_EVENTS + 1
+    inputs = {
+        "waits": "SELECT resource, task, dur FROM waits",
+        "holds": "SELECT resource, task, hold_ns FROM holds WHERE task IS NOT NULL",
+        "events": "SELECT resource, task, kind, amount FROM events WHERE kind IN (1, 2)",
+    }
+    for name, query in inputs.items():
+        con.execute(f"CREATE OR REPLACE TABLE gigi_task_{name} AS {query}")
+    try:
+        for part in range(parts):
+            text = stretch.lake_sql(
+                "task_metrics",
+                shares=shares,
+                tasks=f"hash(task) % {parts} = {part}",
+                **{name: f"gigi_task_{name}" for name in inputs},
+            )
+            verb = (
+                "CREATE OR REPLACE TABLE metrics_tasks AS"
+                if part == 0
+                else ("INSERT INTO metrics_tasks")
+            )
+            con.execute(f"{verb} {text}")
+    finally:
+        for name in inputs:
+            con.execute(f"DROP TABLE IF EXISTS gigi_task_{name}")
 
 
 def _by_stretch(con, table: str, union_sql: str, sweep, schema: pa.Schema, start, span, chunks):

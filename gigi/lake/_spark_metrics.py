@@ -26,6 +26,7 @@ from gigi.lake._stretches import (
     BLAME_UNION,
     SHARES_SCHEMA,
     SHARES_UNION,
+    VIEWS,
     blame_sweep,
     chunk_count,
     chunked,
@@ -77,7 +78,9 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
         shares = _shares(spark, sql, names, start, span, chunks)
         shares.createOrReplaceTempView("task_shares_by_chunk")
         # computed here, not by the first detector
-        tasks = materialize(sql(lake_sql("task_metrics", shares="task_shares_by_chunk")))
+        tasks = materialize(
+            sql(lake_sql("task_metrics", shares="task_shares_by_chunk", tasks="TRUE", **VIEWS))
+        )
         tasks.createOrReplaceTempView("metrics_tasks")
 
 

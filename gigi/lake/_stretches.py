@@ -17,6 +17,8 @@ from gigi.diagnosis._metrics import BLAME_HOLDERS, BLAME_WAITS, HELD_UNTIL, _cod
 from gigi.lake._scope import SQL_DIR
 
 CHUNK_EVENTS = 1 << 21  # events per stretch of time of the sweeps, about
+# task_metrics.sql over the views themselves
+VIEWS = {"waits": "waits", "holds": "holds", "events": "events"}
 
 # the intervals of the blame sweep: waits (src 0, with their seq) and what holds a resource
 BLAME_UNION = f"""

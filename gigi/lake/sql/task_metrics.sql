@@ -1,13 +1,16 @@
--- task_metrics: metrics_tasks (gigi/diagnosis/_metrics.py) from the views and {{shares}},
+-- task_metrics: metrics_tasks (gigi/diagnosis/_metrics.py) from {{waits}}, {{holds}} and
+-- {{events}} (the views of those names, or narrower tables of their columns) and {{shares}},
 -- the task-shares kernel's output (resource, task, held, used), which may hold several rows
 -- of one pair (one per stretch of time it ran over): per resource and task, its waits (with
 -- the distribution kernel's quantiles), what it acquired and used, its holds, and its share of
--- what was held and used while others waited.
+-- what was held and used while others waited. Only the tasks that {{tasks}} (a condition on
+-- task) holds for get rows, so that a large trace can be done in parts; the shares are of
+-- every task's.
 WITH w AS (
     SELECT resource, task, dur,
            row_number() OVER (PARTITION BY resource, task ORDER BY dur) AS k,
            count(*) OVER (PARTITION BY resource, task) AS n
-    FROM waits
+    FROM {{waits}} WHERE {{tasks}}
 ), wq AS (
     SELECT resource, task, any_value(n) AS waits, sum(dur) AS wait_ns, max(dur) AS wait_max_ns,
            max(CASE WHEN k = greatest((50 * n + 99) // 100, 1) THEN dur END) AS wait_p50_ns,
@@ -16,19 +19,23 @@ WITH w AS (
     GROUP BY resource, task
 ), h AS (
     SELECT resource, task, count(*) AS holds, sum(hold_ns) AS hold_ns
-    FROM holds WHERE task IS NOT NULL
+    FROM {{holds}} WHERE task IS NOT NULL AND {{tasks}}
     GROUP BY resource, task
 ), e AS (
     SELECT resource, task,
            count(*) FILTER (WHERE kind = 1) AS acquires,
            coalesce(sum(amount) FILTER (WHERE kind = 1), 0) AS acquired,
            coalesce(sum(amount) FILTER (WHERE kind = 2), 0) AS used
-    FROM events WHERE kind IN (1, 2)
+    FROM {{events}} WHERE kind IN (1, 2) AND {{tasks}}
     GROUP BY resource, task
 ), s AS (
     SELECT resource, task, sum(held) AS held, sum(used) AS used
-    FROM {{shares}}
+    FROM {{shares}} WHERE {{tasks}}
     GROUP BY resource, task
+), totals AS (
+    SELECT resource, sum(held) AS held_total, sum(used) AS used_total
+    FROM {{shares}}
+    GROUP BY resource
 ), pairs AS (
     SELECT resource, task FROM wq
     UNION SELECT resource, task FROM h
@@ -37,13 +44,14 @@ WITH w AS (
     SELECT p.resource, p.task, wq.waits, wq.wait_ns, wq.wait_max_ns, wq.wait_p50_ns,
            wq.wait_p99_ns, e.acquires, e.acquired, e.used, h.holds, h.hold_ns,
            coalesce(s.held, 0) AS held, coalesce(s.used, 0) AS used_during,
-           sum(coalesce(s.held, 0)) OVER (PARTITION BY p.resource) AS held_total,
-           sum(coalesce(s.used, 0)) OVER (PARTITION BY p.resource) AS used_total
+           coalesce(totals.held_total, 0) AS held_total,
+           coalesce(totals.used_total, 0) AS used_total
     FROM pairs AS p
     LEFT JOIN wq ON wq.resource = p.resource AND wq.task = p.task
     LEFT JOIN h ON h.resource = p.resource AND h.task = p.task
     LEFT JOIN e ON e.resource = p.resource AND e.task = p.task
     LEFT JOIN s ON s.resource = p.resource AND s.task = p.task
+    LEFT JOIN totals ON totals.resource = p.resource
 )
 SELECT
     -- resource: resource class
