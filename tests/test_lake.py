@@ -512,9 +512,11 @@ def test_spark_prunes_days_and_pushes_the_window_down(days_lake, spark):
 @pytest.mark.slow
 def test_transpiled_sql_means_on_spark_what_it_means_on_duckdb(spark):
     import duckdb
+    from pyspark.sql.types import StringType
 
-    from gigi.lake._transpile import to_spark
+    from gigi.lake._transpile import gigi_printf, to_spark
 
+    spark.udf.register("gigi_printf", gigi_printf, StringType())  # as the engine does
     queries = [
         # ordered lists (DESC keys, ties), slices, 1-based indexes
         "SELECT g, list(x ORDER BY y DESC, x)[:3] AS l, list(DISTINCT y ORDER BY y) AS d, "
