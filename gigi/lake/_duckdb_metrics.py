@@ -108,12 +108,8 @@ def _per_task(con, shares: str, events: int) -> None:
                 tasks=f"hash(task) % {parts} = {part}",
                 **{name: f"gigi_task_{name}" for name in inputs},
             )
-            verb = (
-                "CREATE OR REPLACE TABLE metrics_tasks AS"
-                if part == 0
-                else ("INSERT INTO metrics_tasks")
-            )
-            con.execute(f"{verb} {text}")
+            made = "INSERT INTO" if part else "CREATE OR REPLACE TABLE"
+            con.execute(f"{made} metrics_tasks {'' if part else 'AS'} {text}")
     finally:
         for name in inputs:
             con.execute(f"DROP TABLE IF EXISTS gigi_task_{name}")
