@@ -98,6 +98,7 @@ def _per_task(con, shares: str, events: int) -> None:
         "holds": "SELECT resource, task, hold_ns FROM holds WHERE task IS NOT NULL",
         "events": "SELECT resource, task, kind, amount FROM events WHERE kind IN (1, 2)",
     }
+    con.execute("DROP TABLE IF EXISTS metrics_tasks")
     for name, query in inputs.items():
         con.execute(f"CREATE OR REPLACE TABLE gigi_task_{name} AS {query}")
     try:
@@ -108,8 +109,8 @@ def _per_task(con, shares: str, events: int) -> None:
                 tasks=f"hash(task) % {parts} = {part}",
                 **{name: f"gigi_task_{name}" for name in inputs},
             )
-            made = "INSERT INTO" if part else "CREATE OR REPLACE TABLE"
-            con.execute(f"{made} metrics_tasks {'' if part else 'AS'} {text}")
+            into = "INSERT INTO metrics_tasks" if part else "CREATE TABLE metrics_tasks AS"
+            con.execute(f"{into} {text}")
     finally:
         for name in inputs:
             con.execute(f"DROP TABLE IF EXISTS gigi_task_{name}")

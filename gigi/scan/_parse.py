@@ -265,12 +265,18 @@ def source_files(root: Path) -> list[Path]:
 # --- the walk ---------------------------------------------------------------------------------
 
 
+def unit_name(path: Path, root: Path) -> str:
+    """How a file is named in the scan's tables: its path under ROOT (its name when it is
+    ROOT, a single file scanned)."""
+    return os.path.relpath(path, root) if path != root else path.name
+
+
 def parse_file(path: str, root: str, flags: list[str]) -> Unit:
     """Parse one file and return its facts (top-level, so that worker processes can run it)."""
     from clang import cindex as ci
 
     index = ci.Index.create()
-    unit = Unit(file=os.path.relpath(path, root) if Path(path) != Path(root) else Path(path).name)
+    unit = Unit(file=unit_name(Path(path), Path(root)))
     try:
         tu = index.parse(
             path, args=flags, options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES * 0

@@ -33,6 +33,7 @@ from gigi.scan._parse import (
     load_compile_commands,
     parse_file,
     source_files,
+    unit_name,
 )
 from gigi.scan._verify import verify
 
@@ -56,10 +57,6 @@ class ScanResult:
 
 def _parse_one(args):
     return parse_file(*args)
-
-
-def _rel(path: Path, base: Path) -> str:
-    return os.path.relpath(path, base) if path != base else path.name
 
 
 def _parse_all(
@@ -109,13 +106,13 @@ def scan(
         for h in u.headers:
             by_file.setdefault(h.file, h)
         u.headers = []
-    alone = [p for p in files if p.suffix in HEADER_SUFFIXES and _rel(p, base) not in by_file]
+    alone = [p for p in files if p.suffix in HEADER_SUFFIXES and unit_name(p, base) not in by_file]
     done = len(files) - len(alone)
     if progress:
         progress(done, len(files))
     for u in _parse_all(alone, base, commands, jobs, progress, done, len(files)):
         by_file[u.file] = u
-    order = {_rel(p, base): i for i, p in enumerate(files)}
+    order = {unit_name(p, base): i for i, p in enumerate(files)}
     units = sorted((u for f, u in by_file.items() if f in order), key=lambda u: order[u.file])
     parse_s = time.perf_counter() - t0
     records = [r for u in units for r in u.records]
