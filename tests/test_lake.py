@@ -345,7 +345,7 @@ def test_task_metrics_sql_matches_the_kernel(recorded):
         ),
     )
     got = con.sql(
-        lake_sql("task_metrics", shares="shares", tasks="TRUE", **VIEWS)
+        lake_sql("task_metrics", shares="shares", all_shares="shares", tasks="TRUE", **VIEWS)
         + " ORDER BY resource, task"
     ).to_arrow_table()
     want = want.sort_by([("resource", "ascending"), ("task", "ascending")])

@@ -18,6 +18,8 @@ Spark); a trace of fewer than ``AT_SCALE`` events keeps that in-memory path.
 from __future__ import annotations
 
 import itertools
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -89,31 +91,47 @@ def compute(con, stages, chunks: int | None = None) -> None:
 
 
 def _per_task(con, shares: str, events: int) -> None:
-    """``metrics_tasks`` by ``sql/task_metrics.sql``, over narrow copies of the views' columns
-    it reads, for a part of the tasks at a time (by a hash of the task): a pair's figures need
-    all its rows, and one part at a time is what bounds the memory."""
+    """``metrics_tasks`` by ``sql/task_metrics.sql``, a part of the tasks at a time (by a hash
+    of the task): a pair's figures need all its rows, and one part at a time is what bounds
+    the memory. The columns it reads are first written out once, as Parquet partitioned by
+    part, so that each part reads its own rows and not every part all of them."""
     parts = events // TASK_PART_EVENTS + 1
     inputs = {
         "waits": "SELECT resource, task, dur FROM waits",
         "holds": "SELECT resource, task, hold_ns FROM holds WHERE task IS NOT NULL",
         "events": "SELECT resource, task, kind, amount FROM events WHERE kind IN (1, 2)",
+        "shares": f"SELECT * FROM {shares}",
     }
     con.execute("DROP TABLE IF EXISTS metrics_tasks")
-    for name, query in inputs.items():
-        con.execute(f"CREATE OR REPLACE TABLE gigi_task_{name} AS {query}")
-    try:
-        for part in range(parts):
-            text = stretch.lake_sql(
-                "task_metrics",
-                shares=shares,
-                tasks=f"hash(task) % {parts} = {part}",
-                **{name: f"gigi_task_{name}" for name in inputs},
+    spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    with tempfile.TemporaryDirectory(prefix="tasks-", dir=spill) as folder:
+        for name, query in inputs.items():
+            con.execute(
+                f"COPY (SELECT *, hash(task) % {parts} AS part FROM ({query})) "
+                f"TO '{folder}/{name}' (FORMAT parquet, PARTITION_BY (part))"
             )
-            into = "INSERT INTO metrics_tasks" if part else "CREATE TABLE metrics_tasks AS"
-            con.execute(f"{into} {text}")
-    finally:
-        for name in inputs:
-            con.execute(f"DROP TABLE IF EXISTS gigi_task_{name}")
+        by_part = {  # a view with no rows wrote no files: its query stands in, with no rows
+            name: f"read_parquet('{folder}/{name}/*/*.parquet', hive_partitioning = true)"
+            if any(Path(folder, name).glob("*/*.parquet"))
+            else f"(SELECT *, 0 AS part FROM ({query}) LIMIT 0)"
+            for name, query in inputs.items()
+        }
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE gigi_task_totals AS SELECT resource, "
+            f"sum(held) AS held, sum(used) AS used FROM {shares} GROUP BY resource"
+        )
+        try:
+            for part in range(parts):
+                text = stretch.lake_sql(
+                    "task_metrics",
+                    tasks=f"part = {part}",
+                    all_shares="gigi_task_totals",
+                    **by_part,
+                )
+                into = "INSERT INTO metrics_tasks" if part else "CREATE TABLE metrics_tasks AS"
+                con.execute(f"{into} {text}")
+        finally:
+            con.execute("DROP TABLE IF EXISTS gigi_task_totals")
 
 
 def _by_stretch(con, table: str, union_sql: str, sweep, schema: pa.Schema, start, span, chunks):

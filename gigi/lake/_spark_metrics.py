@@ -75,12 +75,13 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
     with stages("waits: wait-time distribution"):
         _register(spark, "metrics_waits", distribution(rows, names, "waits", "dur"))
     with stages("tasks: per-task shares"):
-        shares = _shares(spark, sql, names, start, span, chunks)
-        shares.createOrReplaceTempView("task_shares_by_chunk")
-        # computed here, not by the first detector
-        tasks = materialize(
-            sql(lake_sql("task_metrics", shares="task_shares_by_chunk", tasks="TRUE", **VIEWS))
+        _shares(spark, sql, names, start, span, chunks).createOrReplaceTempView(
+            "task_shares_by_chunk"
         )
+        # computed here, not by the first detector
+        shares = "task_shares_by_chunk"
+        text = lake_sql("task_metrics", shares=shares, all_shares=shares, tasks="TRUE", **VIEWS)
+        tasks = materialize(sql(text))
         tasks.createOrReplaceTempView("metrics_tasks")
 
 

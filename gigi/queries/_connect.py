@@ -95,7 +95,8 @@ def connect_bindings(
 ):
     """``connect``'s work, with the views' ``{{name}}`` placeholders bound to ``bindings``
     (relations such as ``read_parquet('...')``, and literals) and reads confined to the
-    directory ``allowed``."""
+    directory ``allowed`` and DuckDB's own temp directory (where it spills, and the diagnosis
+    at scale puts its scratch files)."""
     import duckdb
 
     # spill beyond the memory limit into the system's temp dir, not the caller's cwd
@@ -126,7 +127,9 @@ def connect_bindings(
     defaults = {p.name: p.default for d in named_queries().values() for p in d.params.values()}
     for name, value in {**defaults, **(variables or {})}.items():
         con.execute(f"SET VARIABLE {name} = {_literal(_number(value))}")
-    con.execute(f"SET allowed_directories = [{_literal(str(allowed) + os.sep)}]")
+    os.makedirs(spill, exist_ok=True)
+    places = ", ".join(_literal(str(d) + os.sep) for d in (allowed, spill))
+    con.execute(f"SET allowed_directories = [{places}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
     return con

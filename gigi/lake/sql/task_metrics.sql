@@ -5,7 +5,8 @@
 -- the distribution kernel's quantiles), what it acquired and used, its holds, and its share of
 -- what was held and used while others waited. Only the tasks that {{tasks}} (a condition on
 -- task) holds for get rows, so that a large trace can be done in parts; the shares are of
--- every task's.
+-- every task's, and a resource's totals of them are read from {{all_shares}} (the shares of
+-- every task, or their sums per resource).
 WITH w AS (
     SELECT resource, task, dur,
            row_number() OVER (PARTITION BY resource, task ORDER BY dur) AS k,
@@ -34,7 +35,7 @@ WITH w AS (
     GROUP BY resource, task
 ), totals AS (
     SELECT resource, sum(held) AS held_total, sum(used) AS used_total
-    FROM {{shares}}
+    FROM {{all_shares}}
     GROUP BY resource
 ), pairs AS (
     SELECT resource, task FROM wq
