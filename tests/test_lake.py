@@ -150,6 +150,33 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
             )
 
 
+def test_a_trace_with_no_waits_takes_the_stretched_path_too(trace_dir, store, monkeypatch):
+    """Views with no rows write no files for the per-task parts: the stretched path still
+    gives the in-memory path's figures."""
+    from gigi.lake import _duckdb_metrics
+
+    write_stream(
+        trace_dir / "e.arrows",
+        {
+            "ts": pa.array([0, 10, 20, 30, 40, 50], pa.int64()),
+            "kind": ["ACQUIRE", "USE", "RELEASE", "ACQUIRE", "USE", "RELEASE"],
+            "resource": ["pool"] * 6,
+            "task": pa.array([1, 1, 1, 2, 2, 2], pa.int64()),
+            "thread": pa.array([1, 1, 1, 2, 2, 2], pa.int64()),
+        },
+    )
+    ingest(trace_dir, store)
+    ingest_lake(store, store.parent / "lake")
+    want = diagnose_lake(store.parent / "lake")
+    monkeypatch.setattr(_duckdb_metrics, "TASK_PART_EVENTS", 2)
+    got = diagnose_lake(store.parent / "lake", stretches=3)
+    rows = lambda d: sorted(  # noqa: E731
+        d.con.sql("SELECT * FROM metrics_tasks").fetchall(), key=lambda r: (r[0], r[1])
+    )
+    assert rows(got) == rows(want) and len(rows(want)) == 2
+    assert got.to_json() == want.to_json()
+
+
 def _explain(con, table: str) -> str:
     return con.sql(f"EXPLAIN ANALYZE SELECT * FROM {table}").fetchall()[0][1]
 
