@@ -53,18 +53,27 @@ def _collect(deps, active, gen):
 
 
 @numba.njit(cache=True)
-def _fractions(w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps):
+def _stack():
+    """The chain stack: resource, mass, depth, fallback (task, res, depth), visited tasks;
+    and the visited tasks of the entry being spread."""
+    return (
+        np.empty(STACK, np.int64),
+        np.empty(STACK, np.float64),
+        np.empty(STACK, np.int64),
+        np.empty((STACK, 3), np.int64),
+        np.empty((STACK, MAX_DEPTH + 2), np.int64),
+        np.empty(MAX_DEPTH + 2, np.int64),
+    )
+
+
+@numba.njit(cache=True)
+def _fractions(w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps, stack):
     """Wait ``w``'s blame per ns now: rows (culprit, culprit resource, depth) and their
     fractions; registers ``w`` (at its generation) with every key, resource and task it read.
-    ``deps`` is (by key, by resource, by task)."""
+    ``deps`` is (by key, by resource, by task); ``stack`` is ``_stack()``, reused."""
     dep_key, dep_res, dep_task = deps
     g = gen[w]
-    s_res = np.empty(STACK, np.int64)
-    s_mass = np.empty(STACK, np.float64)
-    s_depth = np.empty(STACK, np.int64)
-    s_fb = np.empty((STACK, 3), np.int64)
-    s_seen = np.empty((STACK, MAX_DEPTH + 2), np.int64)
-    seen = np.empty(MAX_DEPTH + 2, np.int64)
+    s_res, s_mass, s_depth, s_fb, s_seen, seen = stack
     tasks_buf = np.empty(64, np.int64)
     weights_buf = np.empty(64, np.int64)
     rows = np.empty((16, 3), np.int64)
@@ -199,6 +208,7 @@ def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight
     gen = np.zeros(n_waits, np.int64)
     since = np.zeros(n_waits, np.int64)
     todo = np.empty(64, np.int64)
+    stack = _stack()
     registered, live = 0, 0  # registrations made, and live at the last collection
     blame = Dict.empty(BLAME_KEY, types.float64)  # (wait, culprit, culprit res, depth) -> ns
     for p in range(p_time.shape[0]):
@@ -268,7 +278,7 @@ def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight
             if active[w] == 1:
                 gen[w] += 1
                 rows[w], fracs[w] = _fractions(
-                    w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps
+                    w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps, stack
                 )
                 registered += 1 + fracs[w].shape[0]  # about
         if registered > 2 * live + GARBAGE:
