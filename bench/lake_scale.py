@@ -4,6 +4,7 @@ cost per event from the smallest size to the largest.
 
     python bench/lake_scale.py [--events 10000000 30000000 100000000 300000000]
         [--dir DIR] [--spark-memory 4g] [--cores 2] [--engines duckdb spark] [--keep]
+        [--stretched]
 
 The lake is written straight into its layout (``gigi/ingest/_lake.py``) by vectorized numpy,
 in time order, 8M events a block, at 2,000 events a second from 2026-11-30 00:00 UTC (300M
@@ -243,10 +244,12 @@ class TreePeak:
         return peak
 
 
-def one(lake: Path, engine: str, memory: str, cores: int) -> None:
-    """Diagnose the lake on one engine; print a JSON line of stages and findings."""
+def one(lake: Path, engine: str, memory: str, cores: int, stretched: bool = False) -> None:
+    """Diagnose the lake on one engine; print a JSON line of stages and findings.
+    ``stretched``: on DuckDB, a stretch of time at a time whatever the trace's size."""
     import gigi.diagnosis._stages as stages_module
     from gigi.lake import diagnose_lake
+    from gigi.lake._stretches import chunk_count
 
     sampler = TreePeak()
     stages_module.peak_rss = sampler.take  # per-stage peaks of the whole process tree
@@ -259,7 +262,11 @@ def one(lake: Path, engine: str, memory: str, cores: int) -> None:
     setup = time.perf_counter() - t
     setup_rss = sampler.take()
     t = time.perf_counter()
-    d = diagnose_lake(lake, engine=engine, spark=spark)
+    stretches = None
+    if stretched and engine == "duckdb":
+        manifest = lake / "manifests" / f"trace={TRACE}" / "manifest.json"
+        stretches = chunk_count(json.loads(manifest.read_text())["events"])
+    d = diagnose_lake(lake, engine=engine, spark=spark, stretches=stretches)
     total = time.perf_counter() - t
     w0 = T0  # the trace's first hour
     t = time.perf_counter()
@@ -295,10 +302,16 @@ def main() -> None:
     ap.add_argument("--spark-memory", default="4g", help="Spark's driver heap cap")
     ap.add_argument("--cores", type=int, default=2, help="Spark local mode cores")
     ap.add_argument("--keep", action="store_true", help="keep the lakes")
+    ap.add_argument(
+        "--stretched",
+        action="store_true",
+        help="DuckDB a stretch of time at a time at every size (by default only from 2^24 "
+        "events), so that the cost per event compares like with like",
+    )
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        one(Path(args.one[0]), args.one[1], args.spark_memory, args.cores)
+        one(Path(args.one[0]), args.one[1], args.spark_memory, args.cores, args.stretched)
         return
     import tempfile
 
@@ -327,6 +340,7 @@ def main() -> None:
                     args.spark_memory,
                     "--cores",
                     str(args.cores),
+                    *(["--stretched"] if args.stretched else []),
                 ],
                 capture_output=True,
                 text=True,
