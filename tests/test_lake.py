@@ -501,6 +501,25 @@ def test_spark_finds_what_duckdb_finds(recorded, spark):
 
 
 @pytest.mark.slow
+def test_spark_cuts_a_large_trace_into_many_partitions(recorded, spark, monkeypatch):
+    """Spark keeps a materialized partition as one block and reads it back whole (a 300M-event
+    trace in 4 partitions ran out of heap): a large trace gets a shuffle partition per
+    PARTITION_EVENTS events, with the same findings."""
+    from gigi.lake import _spark
+
+    store, lake, ids = recorded
+    monkeypatch.setattr(_spark, "PARTITION_EVENTS", 16)
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        want = diagnose(store, trace=ids["mdev-34989"]).to_json()
+        got = diagnose_lake(lake, trace=ids["mdev-34989"], engine="spark", spark=spark).to_json()
+        assert int(spark.conf.get("spark.sql.shuffle.partitions")) == want["events"] // 16 > 2
+        assert got == want
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+@pytest.mark.slow
 def test_a_report_of_a_lake_on_spark_shows_spark_findings(recorded, spark):
     """The findings from Spark, the plots from DuckDB over the same lake: the same page."""
     from gigi.report import render

@@ -24,6 +24,7 @@ from gigi.queries import views
 INSTALL_HINT = "the Spark engine needs pyspark and Java 17+: pip install 'gigi[spark]'"
 # The views the diagnosis reads, in the order they can be created.
 VIEWS = ("events", "hold_pairs", "tasks", "resources", "sites", "trace_info", "holds", "waits")
+PARTITION_EVENTS = 1 << 20  # events of the trace per shuffle partition, at least about
 # Settings a session must have for the transpiled SQL to mean what it means in DuckDB.
 SQL_CONF = {
     "spark.sql.ansi.enabled": "false",  # DuckDB's NULL on a bad cast, not an error
@@ -67,14 +68,16 @@ def session(master: str | None = None, memory: str | None = None):
 
 
 def materialize(df, eager: bool = True):
-    """``df`` computed once and kept by the executors (memory, then disk), its lineage cut.
+    """``df`` computed once and kept by the executors (on disk), its lineage cut.
     A cached view is not enough: every query that reads it still carries the plan that made
     it, and a detector whose CTEs Spark inlines reads the metrics views dozens of times, so
     its plan grew to thousands of stages and broadcasts, minutes and an out-of-memory driver
     for a trace of two thousand events."""
     from pyspark import StorageLevel
 
-    return df.localCheckpoint(eager=eager, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    # on disk only: a block kept in memory, or read back from disk, is one buffer on the heap
+    # (a 300M-event trace's holds ran a 4 GiB heap out of memory so)
+    return df.localCheckpoint(eager=eager, storageLevel=StorageLevel.DISK_ONLY)
 
 
 class SparkEngine:
@@ -89,6 +92,11 @@ class SparkEngine:
         # session's own caches are its owner's)
         for key, value in SQL_CONF.items():
             self.spark.conf.set(key, value)
+        # Spark keeps a materialized partition as one block and reads it back whole, so the
+        # partitions of a large trace must be many (adaptive execution merges small ones)
+        shuffle = "spark.sql.shuffle.partitions"
+        wanted = scope.manifest.events // PARTITION_EVENTS
+        self.spark.conf.set(shuffle, str(max(int(self.spark.conf.get(shuffle)), wanted)))
         from pyspark.sql.types import StringType
 
         self.spark.udf.register("gigi_printf", gigi_printf, StringType())
