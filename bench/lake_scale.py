@@ -249,6 +249,7 @@ def one(lake: Path, engine: str, memory: str, cores: int, stretched: bool = Fals
     ``stretched``: on DuckDB, a stretch of time at a time whatever the trace's size."""
     import gigi.diagnosis._stages as stages_module
     from gigi.lake import diagnose_lake
+    from gigi.lake._scope import open_lake
     from gigi.lake._stretches import chunk_count
 
     sampler = TreePeak()
@@ -264,8 +265,7 @@ def one(lake: Path, engine: str, memory: str, cores: int, stretched: bool = Fals
     t = time.perf_counter()
     stretches = None
     if stretched and engine == "duckdb":
-        manifest = lake / "manifests" / f"trace={TRACE}" / "manifest.json"
-        stretches = chunk_count(json.loads(manifest.read_text())["events"])
+        stretches = chunk_count(open_lake(lake).manifest.events)
     d = diagnose_lake(lake, engine=engine, spark=spark, stretches=stretches)
     total = time.perf_counter() - t
     w0 = T0  # the trace's first hour
