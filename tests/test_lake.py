@@ -509,14 +509,37 @@ def test_spark_cuts_a_large_trace_into_many_partitions(recorded, spark, monkeypa
 
     store, lake, ids = recorded
     monkeypatch.setattr(_spark, "PARTITION_EVENTS", 16)
-    before = spark.conf.get("spark.sql.shuffle.partitions")
+    eng = _spark.SparkEngine(open_lake(lake, ids["mdev-34989"]), spark=spark)
+    want = diagnose(store, trace=ids["mdev-34989"]).to_json()
+    assert int(eng.spark.conf.get("spark.sql.shuffle.partitions")) == want["events"] // 16 > 2
+    got = diagnose_lake(lake, trace=ids["mdev-34989"], engine="spark", spark=spark).to_json()
+    assert got == want
+
+
+@pytest.mark.slow
+def test_spark_leaves_the_given_session_as_it_was(recorded, spark):
+    """A diagnosis on a person's session neither replaces their views nor changes their
+    settings; the settings they changed at run time do reach the diagnosis."""
+    from gigi.lake._spark import SparkEngine
+
+    _, lake, ids = recorded
+    spark.range(3).createOrReplaceTempView("events")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "64m")
     try:
-        want = diagnose(store, trace=ids["mdev-34989"]).to_json()
-        got = diagnose_lake(lake, trace=ids["mdev-34989"], engine="spark", spark=spark).to_json()
-        assert int(spark.conf.get("spark.sql.shuffle.partitions")) == want["events"] // 16 > 2
-        assert got == want
+        eng = SparkEngine(open_lake(lake, ids["mdev-34989"]), spark=spark)
+        events = open_lake(lake, ids["mdev-34989"]).manifest.events
+        assert eng.spark.table("events").count() == events
+        assert eng.spark.conf.get("spark.sql.ansi.enabled") == "false"
+        assert eng.spark.conf.get("spark.sql.files.maxPartitionBytes") == "64m"
+        assert eng.spark.conf.get("spark.sql.shuffle.partitions") == "2"  # the fixture's
+        assert spark.table("events").count() == 3
+        assert spark.conf.get("spark.sql.ansi.enabled") == "true"
+        assert not spark.catalog.tableExists("holds")
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
+        spark.catalog.dropTempView("events")
+        spark.conf.set("spark.sql.ansi.enabled", "false")
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
 
 
 @pytest.mark.slow
@@ -534,14 +557,11 @@ def test_spark_prunes_days_and_pushes_the_window_down(days_lake, spark):
     from gigi.lake._spark import SparkEngine
 
     since = T0 + DAY + 5 * 3_600 * 10**9
-    SparkEngine(open_lake(days_lake, since=since, until=since + 7_200 * 10**9), spark=spark)
-    spark.conf.set("spark.sql.adaptive.enabled", "false")  # the scan stays in the plan
-    try:
-        df = spark.table("lake_events")
-        assert len(df.collect()) == 6
-        executed = df._jdf.queryExecution().executedPlan()
-    finally:
-        spark.conf.set("spark.sql.adaptive.enabled", "true")
+    eng = SparkEngine(open_lake(days_lake, since=since, until=since + 7_200 * 10**9), spark=spark)
+    eng.spark.conf.set("spark.sql.adaptive.enabled", "false")  # the scan stays in the plan
+    df = eng.spark.table("lake_events")
+    assert len(df.collect()) == 6
+    executed = df._jdf.queryExecution().executedPlan()
     plan = executed.toString()
     partition_filters = re.search(r"PartitionFilters: \[([^\]]*)\]", plan).group(1)
     assert "isnotnull(day" in partition_filters and "(day#" in partition_filters, plan

@@ -80,6 +80,17 @@ def materialize(df, eager: bool = True):
     return df.localCheckpoint(eager=eager, storageLevel=StorageLevel.DISK_ONLY)
 
 
+def own_session(spark):
+    """A new session on ``spark``'s context (its cluster, executors and cache), with its own
+    temporary views, functions and SQL settings: those ``spark``'s owner changed at run time
+    (shuffle partitions, credentials) are copied over, and go no further back."""
+    mine = spark.newSession()
+    for key, value in spark.conf.getAll.items():
+        if spark.conf.isModifiable(key):
+            mine.conf.set(key, value)
+    return mine
+
+
 class SparkEngine:
     """``gigi.diagnosis._diagnose.DuckDBEngine``'s twin on a SparkSession."""
 
@@ -87,9 +98,9 @@ class SparkEngine:
 
     def __init__(self, scope: LakeScope, *, spark=None, master=None, memory=None) -> None:
         self.scope = scope
-        self.spark = spark or session(master, memory)
-        # (an earlier diagnosis's materialized views go when this one's replace them; the
-        # session's own caches are its owner's)
+        # a session of its own: the views, the function and the settings below are the
+        # diagnosis's, and neither replace nor change those of the session it was given
+        self.spark = own_session(spark or session(master, memory))
         for key, value in SQL_CONF.items():
             self.spark.conf.set(key, value)
         # Spark keeps a materialized partition as one block and reads it back whole, so the
