@@ -113,6 +113,7 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
 
     store, lake, ids = recorded
     monkeypatch.setattr(_duckdb_metrics, "TASK_PART_EVENTS", 500)  # several parts of tasks
+    monkeypatch.setattr(_duckdb_metrics, "SEQ_STEP", 97)  # the totals' sort, several ranges
     keyed = {
         "metrics_blame": ("wait_seq", "culprit", "culprit_resource", "depth"),
         "metrics_tasks": ("resource", "task"),
@@ -148,6 +149,15 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
                 abs(x["blame_ns"] - y["blame_ns"]) <= 1
                 for x, y in zip(a["metrics_blame"], b["metrics_blame"], strict=True)
             )
+    # a window of the trace: its seq starts past 0
+    con = connect_lake(open_lake(lake, ids["mdev-34989"]))
+    third_two = con.sql("SELECT quantile_disc(ts, 0.3), quantile_disc(ts, 0.6) FROM events")
+    third, two = third_two.fetchall()[0]
+    scope = {"trace": ids["mdev-34989"], "since": third, "until": two}
+    want = diagnose_lake(lake, **scope)
+    got = diagnose_lake(lake, stretches=7, **scope)
+    assert metrics(got)["metrics_resources"] == metrics(want)["metrics_resources"]
+    assert got.to_json() == want.to_json() and 0 < got.events < want.manifest.events
 
 
 def test_a_trace_with_no_waits_takes_the_stretched_path_too(trace_dir, store, monkeypatch):
@@ -169,6 +179,7 @@ def test_a_trace_with_no_waits_takes_the_stretched_path_too(trace_dir, store, mo
     ingest_lake(store, store.parent / "lake")
     want = diagnose_lake(store.parent / "lake")
     monkeypatch.setattr(_duckdb_metrics, "TASK_PART_EVENTS", 2)
+    monkeypatch.setattr(_duckdb_metrics, "SEQ_STEP", 4)
     got = diagnose_lake(store.parent / "lake", stretches=3)
     rows = lambda d: sorted(  # noqa: E731
         d.con.sql("SELECT * FROM metrics_tasks").fetchall(), key=lambda r: (r[0], r[1])

@@ -268,13 +268,23 @@ def outstanding_table(
     )
 
 
-def _totals(con, names: list[str], start: int, end: int, batch_rows: int = 1 << 20):
-    """The totals kernel over the events in trace order, one batch at a time."""
+def _totals(
+    con, names: list[str], start: int, end: int, batch_rows: int = 1 << 20, seq_step: int = 0
+):
+    """The totals kernel over the events in trace order, one batch at a time. With
+    ``seq_step``, the events are read and sorted that many positions in trace order at a time
+    (a range of ``seq``, which the lake's files are sorted by, so each read skips the row
+    groups outside it) instead of in one sort of the whole trace."""
     totals = Totals(len(names), start, end, WINDOWS)
-    reader = con.sql(
-        "SELECT kind, resource, amount, ts, coalesce(dur, -1) AS dur FROM events ORDER BY seq"
-    ).to_arrow_reader(batch_rows)
-    for b in reader:
+    select = "SELECT kind, resource, amount, ts, coalesce(dur, -1) AS dur FROM events"
+    if seq_step:
+        lo, hi = con.sql("SELECT min(seq), max(seq) FROM events").fetchall()[0]
+        ranges = range(lo, hi + 1, seq_step) if lo is not None else range(0)
+        texts = [f"{select} WHERE seq >= {a} AND seq < {a + seq_step} ORDER BY seq" for a in ranges]
+    else:
+        texts = [f"{select} ORDER BY seq"]
+    batches = (b for text in texts for b in con.sql(text).to_arrow_reader(batch_rows))
+    for b in batches:
         totals.add(
             b.column(0).to_numpy(zero_copy_only=False),
             _codes(b.column(1), names),

@@ -2,7 +2,8 @@
 follows (``gigi.lake._spark_metrics``), run by DuckDB, so that memory follows a stretch of
 time and not the trace.
 
-- totals: the totals kernel over the events streamed in trace order, as for any trace;
+- totals: the totals kernel over the events streamed in trace order, as for any trace, sorted
+  a range of ``seq`` at a time (a sort of the whole trace grew faster than the trace);
 - the blame and the task shares: the numba sweeps, one stretch of time at a time
   (``gigi.lake._stretches``), read from one DuckDB query ordered by stretch; their partial rows
   go into DuckDB tables, which spill to disk, and add up there;
@@ -31,6 +32,7 @@ from gigi.lake import _stretches as stretch
 AT_SCALE = 1 << 24  # events from which a lake is diagnosed a stretch of time at a time
 BATCH = 1 << 18  # rows read from DuckDB at a time
 TASK_PART_EVENTS = 1 << 23  # events per part of the tasks whose metrics are computed at once
+SEQ_STEP = 1 << 23  # events in trace order sorted at once for the totals kernel
 
 BLAME_KEYS = "wait_seq, resource, object, victim, culprit, culprit_resource, depth"
 BLAME_ARROW = pa.schema(
@@ -51,7 +53,7 @@ def compute(con, stages, chunks: int | None = None) -> None:
     span = max(end - start, 1)
     chunks = chunks or stretch.chunk_count(events)
     with stages("totals: events, outstanding, rates"):
-        totals, level, rate, square = _totals(con, names, start, end)
+        totals, level, rate, square = _totals(con, names, start, end, seq_step=SEQ_STEP)
     with stages("blame: attribution over waits and holds"):
         sweep = stretch.blame_sweep(names, start, span, chunks)
         _by_stretch(
