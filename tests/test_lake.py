@@ -149,6 +149,14 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
                 abs(x["blame_ns"] - y["blame_ns"]) <= 1
                 for x, y in zip(a["metrics_blame"], b["metrics_blame"], strict=True)
             )
+    # the holds the diagnosis read from its copy on disk: the lake's view again after it, the
+    # copy gone
+    views = got.con.sql("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal")
+    views = dict(views.fetchall())
+    assert "gigi_lake_holds" not in views and "read_parquet" not in views["holds"]
+    assert "hold_pairs" in views["holds"]
+    spill = Path(got.con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+    assert not list(spill.glob("holds-*"))
     # a window of the trace: its seq starts past 0
     con = connect_lake(open_lake(lake, ids["mdev-34989"]))
     third_two = con.sql("SELECT quantile_disc(ts, 0.3), quantile_disc(ts, 0.6) FROM events")

@@ -118,9 +118,6 @@ WITH victims AS (
     GROUP BY i.resource
     HAVING sum(i.hold_share) >= getvariable('policy_min_idle_share')
         AND any_value(b.ns) >= any_value(m.trace_ns) * getvariable('policy_min_blame')
-), churners AS (
-    SELECT e.resource, e.task, count(*) AS acquires
-    FROM events AS e WHERE e.kind = 1 GROUP BY ALL
 ), churning AS (
     -- resources handed out again and again with next to nothing used under their own name
     SELECT m.*
@@ -133,6 +130,13 @@ WITH victims AS (
         AND (m.uses > 0
              OR NOT EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource)
              OR EXISTS (SELECT 1 FROM sites AS s WHERE s.resource = m.resource AND s.kind = 2))
+), churners AS (
+    -- the tasks that acquired the churning resources (only those: a count per task of every
+    -- ACQUIRE in the trace is as large as the trace's tasks)
+    SELECT e.resource, e.task, count(*) AS acquires
+    FROM events AS e SEMI JOIN churning AS c USING (resource)
+    WHERE e.kind = 1
+    GROUP BY ALL
 ), churn_holds AS (
     -- their ended holds of one object (object 0, the resource as a whole, says nothing of a
     -- unit)

@@ -38,11 +38,10 @@ def diagnose_lake(
         raise QueryError(f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}")
     scope = open_lake(lake, trace, since=since, until=until, resources=resources)
     dets = load_detectors(detectors, params)
+    from gigi.lake import _duckdb_metrics as at_scale
     from gigi.lake._duckdb import connect_lake
 
     if engine == "duckdb":
-        from gigi.lake import _duckdb_metrics as at_scale
-
         con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
         events = con.sql("SELECT events FROM trace_info").fetchall()[0][0]
         if stretches is not None or events >= at_scale.AT_SCALE:
@@ -58,7 +57,11 @@ def diagnose_lake(
         con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
         if scope.sampled:
             eng.samples = DuckDBEngine(con)
-    d = run(eng, dets, params, threshold=threshold, sites=sites)
+    try:
+        d = run(eng, dets, params, threshold=threshold, sites=sites)
+    finally:
+        if isinstance(eng, at_scale.StretchedEngine):
+            eng.close()
     d.trace, d.dropped, d.con, d.manifest = scope.trace_id, scope.dropped, con, scope.manifest
     d.events = int(eng.rows("SELECT events FROM trace_info")[0][0])
     return d

@@ -2,6 +2,7 @@
 follows (``gigi.lake._spark_metrics``), run by DuckDB, so that memory follows a stretch of
 time and not the trace.
 
+- holds: the view computed once, into Parquet, for all that reads it (``StretchedEngine``);
 - totals: the totals kernel over the events streamed in trace order, as for any trace, sorted
   a range of ``seq`` at a time (a sort of the whole trace grew faster than the trace);
 - the blame and the task shares: the numba sweeps, one stretch of time at a time
@@ -19,6 +20,7 @@ Spark); a trace of fewer than ``AT_SCALE`` events keeps that in-memory path.
 from __future__ import annotations
 
 import itertools
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -179,6 +181,32 @@ class StretchedEngine(DuckDBEngine):
     def __init__(self, con, chunks: int | None = None) -> None:
         super().__init__(con)
         self.chunks = chunks
+        self._copy: str | None = None  # the folder of the holds' copy, while there is one
 
     def compute_metrics(self, stages) -> None:
+        with stages("views: holds"):
+            self._holds_on_disk()
         compute(self.con, stages, self.chunks)
+
+    def _holds_on_disk(self) -> None:
+        """The ``holds`` view joins each hold pair to its two events, and a dozen of the
+        diagnosis's queries read it (the sweeps, the distributions, the per-task figures,
+        four detectors): at scale each join was minutes. It is computed once into Parquet
+        beside DuckDB's spill, and ``holds`` reads that until ``close``."""
+        spill = self.con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+        Path(spill).mkdir(parents=True, exist_ok=True)
+        self._copy = tempfile.mkdtemp(prefix="holds-", dir=spill)
+        path = f"{self._copy}/holds.parquet"
+        self.con.execute(f"COPY (SELECT * FROM holds) TO '{path}' (FORMAT parquet)")
+        self.con.execute("ALTER VIEW holds RENAME TO gigi_lake_holds")
+        self.con.execute(f"CREATE VIEW holds AS SELECT * FROM read_parquet('{path}')")
+
+    def close(self) -> None:
+        """``holds`` the lake's view again (a person's queries after the diagnosis read the
+        lake), and its copy gone."""
+        if self._copy is None:
+            return
+        self.con.execute("DROP VIEW IF EXISTS holds")
+        self.con.execute("ALTER VIEW gigi_lake_holds RENAME TO holds")
+        shutil.rmtree(self._copy, ignore_errors=True)
+        self._copy = None
