@@ -114,6 +114,7 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
     store, lake, ids = recorded
     monkeypatch.setattr(_duckdb_metrics, "TASK_PART_EVENTS", 500)  # several parts of tasks
     monkeypatch.setattr(_duckdb_metrics, "SEQ_STEP", 97)  # the totals' sort, several ranges
+    before = _copies()
     keyed = {
         "metrics_blame": ("wait_seq", "culprit", "culprit_resource", "depth"),
         "metrics_tasks": ("resource", "task"),
@@ -149,14 +150,7 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
                 abs(x["blame_ns"] - y["blame_ns"]) <= 1
                 for x, y in zip(a["metrics_blame"], b["metrics_blame"], strict=True)
             )
-    # the holds the diagnosis read from its copy on disk: the lake's view again after it, the
-    # copy gone
-    views = got.con.sql("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal")
-    views = dict(views.fetchall())
-    assert "gigi_lake_holds" not in views and "read_parquet" not in views["holds"]
-    assert "hold_pairs" in views["holds"]
-    spill = Path(got.con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
-    assert not list(spill.glob("holds-*"))
+    _assert_holds_are_the_lakes(got.con, before)
     # a window of the trace: its seq starts past 0
     con = connect_lake(open_lake(lake, ids["mdev-34989"]))
     third_two = con.sql("SELECT quantile_disc(ts, 0.3), quantile_disc(ts, 0.6) FROM events")
@@ -166,6 +160,22 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
     got = diagnose_lake(lake, stretches=7, **scope)
     assert metrics(got)["metrics_resources"] == metrics(want)["metrics_resources"]
     assert got.to_json() == want.to_json() and 0 < got.events < want.manifest.events
+
+
+def _copies() -> set[Path]:
+    """The copies of holds in DuckDB's temp directory (see ``_assert_holds_are_the_lakes``)."""
+    from gigi.queries._connect import spill_directory
+
+    return set(Path(spill_directory()).glob("holds-*"))
+
+
+def _assert_holds_are_the_lakes(con, before: set[Path]) -> None:
+    """The holds a stretched diagnosis read from its copy on disk: the trace's own view again
+    after it, and the copy gone (``before``: the copies there were, another process's)."""
+    views = dict(con.sql("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+    assert "gigi_lake_holds" not in views and "read_parquet" not in views["holds"]
+    assert "hold_pairs" in views["holds"]
+    assert _copies() <= before
 
 
 def test_a_trace_with_no_waits_takes_the_stretched_path_too(trace_dir, store, monkeypatch):
@@ -641,7 +651,9 @@ def test_a_store_trace_at_scale_is_diagnosed_a_stretch_at_a_time(recorded, monke
     store, _, ids = recorded
     want = diagnose(store, trace=ids["mdev-34989"]).to_json()
     monkeypatch.setattr(_duckdb_metrics, "AT_SCALE", 1)
+    before = _copies()
     d = diagnose(store, trace=ids["mdev-34989"])
     tables = {r[0] for r in d.con.sql("SELECT table_name FROM duckdb_tables()").fetchall()}
     assert {"metrics_blame", "metrics_tasks"} <= tables  # made by the stretched path
     assert d.to_json() == want
+    _assert_holds_are_the_lakes(d.con, before)

@@ -107,6 +107,10 @@ class DuckDBEngine:
 
         compute(self.con, stages)
 
+    def finish(self) -> None:
+        """Undo what ``compute_metrics`` changed on the connection, once the diagnosis is
+        over: nothing here (``gigi.lake``'s at-scale engine has a copy of a view to drop)."""
+
     def rows(self, sql: str) -> list[tuple]:
         return self.con.execute(sql).fetchall()
 
@@ -377,6 +381,13 @@ def run(
     values = {p.name: p.default for d in dets for p in d.params.values()}
     values.update({k: float(v) for k, v in (params or {}).items()})
     engine.set_params(values)
+    try:
+        return _run(engine, dets, threshold, sites)
+    finally:
+        engine.finish()
+
+
+def _run(engine, dets: list[Detector], threshold: float, sites) -> Diagnosis:
     stages = Stages()
     engine.compute_metrics(stages)
     findings = []

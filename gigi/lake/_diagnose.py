@@ -57,11 +57,7 @@ def diagnose_lake(
         con = connect_lake(scope, memory_limit=memory_limit(), keep_order=False)
         if scope.sampled:
             eng.samples = DuckDBEngine(con)
-    try:
-        d = run(eng, dets, params, threshold=threshold, sites=sites)
-    finally:
-        if isinstance(eng, at_scale.StretchedEngine):
-            eng.close()
+    d = run(eng, dets, params, threshold=threshold, sites=sites)
     d.trace, d.dropped, d.con, d.manifest = scope.trace_id, scope.dropped, con, scope.manifest
     d.events = int(eng.rows("SELECT events FROM trace_info")[0][0])
     return d

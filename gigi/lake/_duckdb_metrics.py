@@ -192,7 +192,7 @@ class StretchedEngine(DuckDBEngine):
         """The ``holds`` view joins each hold pair to its two events, and a dozen of the
         diagnosis's queries read it (the sweeps, the distributions, the per-task figures,
         four detectors): at scale each join was minutes. It is computed once into Parquet
-        beside DuckDB's spill, and ``holds`` reads that until ``close``."""
+        beside DuckDB's spill, and ``holds`` reads that until ``finish``."""
         spill = self.con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
         Path(spill).mkdir(parents=True, exist_ok=True)
         self._copy = tempfile.mkdtemp(prefix="holds-", dir=spill)
@@ -201,7 +201,7 @@ class StretchedEngine(DuckDBEngine):
         self.con.execute("ALTER VIEW holds RENAME TO gigi_lake_holds")
         self.con.execute(f"CREATE VIEW holds AS SELECT * FROM read_parquet('{path}')")
 
-    def close(self) -> None:
+    def finish(self) -> None:
         """``holds`` the lake's view again (a person's queries after the diagnosis read the
         lake), and its copy gone."""
         if self._copy is None:

@@ -162,6 +162,9 @@ class SparkEngine:
                 self.spark.table(name).count()  # the cache filled now, not by whoever is first
         compute(self.spark, self.scope, stages)
 
+    def finish(self) -> None:
+        """Nothing to undo: the views and settings are those of this engine's own session."""
+
     def sql(self, sql: str, where: str = "query"):
         """A DataFrame of ``sql`` (DuckDB's dialect)."""
         return self.spark.sql(to_spark(sql, self.values, where))

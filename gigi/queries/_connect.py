@@ -85,6 +85,12 @@ def connect(
     )
 
 
+def spill_directory() -> str:
+    """Where DuckDB spills beyond its memory limit: the system's temp dir, not the caller's
+    working directory."""
+    return os.path.join(tempfile.gettempdir(), f"gigi-duckdb-{os.getuid()}")
+
+
 def connect_bindings(
     bindings: dict[str, str],
     allowed: Path,
@@ -99,8 +105,7 @@ def connect_bindings(
     at scale puts its scratch files)."""
     import duckdb
 
-    # spill beyond the memory limit into the system's temp dir, not the caller's cwd
-    spill = os.path.join(tempfile.gettempdir(), f"gigi-duckdb-{os.getuid()}")
+    spill = spill_directory()
     con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
     con.execute("SET threads = 2")
     if not keep_order:
