@@ -1,8 +1,9 @@
 """Lakes: the layout ingest --lake writes, DuckDB over it in place, the scope's pushdown, the
-lake's SQL twins against the kernels, and bad input. Spark is in test_lake_spark.py."""
+lake's SQL twins against the kernels, bad input, and the Spark engine in local mode."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -176,6 +177,27 @@ def _assert_holds_are_the_lakes(con, before: set[Path]) -> None:
     assert "gigi_lake_holds" not in views and "read_parquet" not in views["holds"]
     assert "hold_pairs" in views["holds"]
     assert _copies() <= before
+
+
+def test_a_copy_of_holds_that_fails_leaves_the_lakes_view(recorded, tmp_path, monkeypatch):
+    """The copy cannot be written (here: a folder DuckDB may not write to): the error is the
+    diagnosis's, and holds is still the lake's view, with nothing left on disk."""
+    import duckdb
+
+    from gigi.lake import _duckdb_metrics
+
+    _, lake, ids = recorded
+    con = connect_lake(open_lake(lake, ids["mdev-34989"]))
+    outside = tmp_path / "outside"
+    monkeypatch.setattr(_duckdb_metrics.tempfile, "mkdtemp", lambda **_: str(outside))
+    outside.mkdir()
+    eng = _duckdb_metrics.StretchedEngine(con)
+    with pytest.raises(duckdb.Error):
+        eng.compute_metrics(lambda name: contextlib.nullcontext())
+    eng.finish()
+    assert not outside.exists()
+    assert con.sql("SELECT count(*) FROM holds").fetchall()[0][0] > 0
+    _assert_holds_are_the_lakes(con, _copies())
 
 
 def test_a_trace_with_no_waits_takes_the_stretched_path_too(trace_dir, store, monkeypatch):

@@ -195,10 +195,15 @@ class StretchedEngine(DuckDBEngine):
         beside DuckDB's spill, and ``holds`` reads that until ``finish``."""
         spill = self.con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
         Path(spill).mkdir(parents=True, exist_ok=True)
-        self._copy = tempfile.mkdtemp(prefix="holds-", dir=spill)
-        path = f"{self._copy}/holds.parquet"
-        self.con.execute(f"COPY (SELECT * FROM holds) TO '{path}' (FORMAT parquet)")
+        folder = tempfile.mkdtemp(prefix="holds-", dir=spill)
+        path = f"{folder}/holds.parquet"
+        try:
+            self.con.execute(f"COPY (SELECT * FROM holds) TO '{path}' (FORMAT parquet)")
+        except BaseException:  # the disk full, an interrupt: the lake's view is still there
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         self.con.execute("ALTER VIEW holds RENAME TO gigi_lake_holds")
+        self._copy = folder
         self.con.execute(f"CREATE VIEW holds AS SELECT * FROM read_parquet('{path}')")
 
     def finish(self) -> None:
