@@ -107,8 +107,7 @@ def _per_task(con, shares: str, events: int) -> None:
         "shares": f"SELECT * FROM {shares}",
     }
     con.execute("DROP TABLE IF EXISTS metrics_tasks")
-    spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
-    with tempfile.TemporaryDirectory(prefix="tasks-", dir=spill) as folder:
+    with tempfile.TemporaryDirectory(prefix="tasks-", dir=_spill(con)) as folder:
         for name, query in inputs.items():
             con.execute(
                 f"COPY (SELECT *, hash(task) % {parts} AS part FROM ({query})) "
@@ -136,6 +135,14 @@ def _per_task(con, shares: str, events: int) -> None:
                 con.execute(f"{into} {text}")
         finally:
             con.execute("DROP TABLE IF EXISTS gigi_task_totals")
+
+
+def _spill(con) -> str:
+    """DuckDB's temp directory, where it spills and the scratch files of the diagnosis go
+    (reads are confined to it and the trace's folder)."""
+    spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    Path(spill).mkdir(parents=True, exist_ok=True)
+    return spill
 
 
 def _by_stretch(con, table: str, union_sql: str, sweep, schema: pa.Schema, start, span, chunks):
@@ -193,9 +200,7 @@ class StretchedEngine(DuckDBEngine):
         diagnosis's queries read it (the sweeps, the distributions, the per-task figures,
         four detectors): at scale each join was minutes. It is computed once into Parquet
         beside DuckDB's spill, and ``holds`` reads that until ``finish``."""
-        spill = self.con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
-        Path(spill).mkdir(parents=True, exist_ok=True)
-        folder = tempfile.mkdtemp(prefix="holds-", dir=spill)
+        folder = tempfile.mkdtemp(prefix="holds-", dir=_spill(self.con))
         path = f"{folder}/holds.parquet"
         try:
             self.con.execute(f"COPY (SELECT * FROM holds) TO '{path}' (FORMAT parquet)")
