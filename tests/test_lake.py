@@ -228,6 +228,29 @@ def test_a_trace_with_no_waits_takes_the_stretched_path_too(trace_dir, store, mo
     assert got.to_json() == want.to_json()
 
 
+def test_a_trace_with_no_holds_takes_the_stretched_path_too(trace_dir, store):
+    """No hold pairs at all: the copy of holds is a file with none, and the figures are the
+    in-memory path's."""
+    write_stream(
+        trace_dir / "e.arrows",
+        {
+            "ts": pa.array([0, 10, 20, 30], pa.int64()),
+            "kind": ["USE"] * 4,
+            "resource": ["cache"] * 4,
+            "task": pa.array([1, 2, 1, 2], pa.int64()),
+            "thread": pa.array([1, 2, 1, 2], pa.int64()),
+        },
+    )
+    ingest(trace_dir, store)
+    ingest_lake(store, store.parent / "lake")
+    want = diagnose_lake(store.parent / "lake")
+    before = _copies()
+    got = diagnose_lake(store.parent / "lake", stretches=3)
+    metrics = lambda d: d.con.sql("SELECT * FROM metrics_resources").fetchall()  # noqa: E731
+    assert metrics(got) == metrics(want) and got.to_json() == want.to_json()
+    _assert_holds_are_the_lakes(got.con, before)
+
+
 def _explain(con, table: str) -> str:
     return con.sql(f"EXPLAIN ANALYZE SELECT * FROM {table}").fetchall()[0][1]
 
