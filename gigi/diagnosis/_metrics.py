@@ -268,6 +268,15 @@ def outstanding_table(
     )
 
 
+def seq_ranges(con, position: str, relation: str, step: int) -> list[str]:
+    """Conditions that cut ``relation`` into ranges of ``step`` values of ``position`` (a
+    position in trace order, such as ``seq``), in order; none when it has no rows."""
+    lo, hi = con.execute(f"SELECT min({position}), max({position}) FROM {relation}").fetchall()[0]
+    if lo is None:
+        return []
+    return [f"{position} >= {a} AND {position} < {a + step}" for a in range(lo, hi + 1, step)]
+
+
 def _totals(
     con, names: list[str], start: int, end: int, batch_rows: int = 1 << 20, seq_step: int = 0
 ):
@@ -277,12 +286,8 @@ def _totals(
     groups outside it) instead of in one sort of the whole trace."""
     totals = Totals(len(names), start, end, WINDOWS)
     select = "SELECT kind, resource, amount, ts, coalesce(dur, -1) AS dur FROM events"
-    if seq_step:
-        lo, hi = con.sql("SELECT min(seq), max(seq) FROM events").fetchall()[0]
-        ranges = range(lo, hi + 1, seq_step) if lo is not None else range(0)
-        texts = [f"{select} WHERE seq >= {a} AND seq < {a + seq_step} ORDER BY seq" for a in ranges]
-    else:
-        texts = [f"{select} ORDER BY seq"]
+    ranges = seq_ranges(con, "seq", "events", seq_step) if seq_step else ["TRUE"]
+    texts = [f"{select} WHERE {where} ORDER BY seq" for where in ranges]
     batches = (b for text in texts for b in con.sql(text).to_arrow_reader(batch_rows))
     for b in batches:
         totals.add(

@@ -28,7 +28,13 @@ import numpy as np
 import pyarrow as pa
 
 from gigi.diagnosis._diagnose import DuckDBEngine
-from gigi.diagnosis._metrics import _distribution, _totals, outstanding_table, resource_table
+from gigi.diagnosis._metrics import (
+    _distribution,
+    _totals,
+    outstanding_table,
+    resource_table,
+    seq_ranges,
+)
 from gigi.lake import _stretches as stretch
 
 AT_SCALE = 1 << 24  # events from which a lake is diagnosed a stretch of time at a time
@@ -216,14 +222,11 @@ class StretchedEngine(DuckDBEngine):
         pairs, whose bounds DuckDB pushes into the scan of the events (one join of all the
         pairs spilled, and took twice as long at 300M events)."""
         anchor = "coalesce(acquire_seq, release_seq)"
-        bounds = f"SELECT min({anchor}), max({anchor}) FROM hold_pairs"
-        lo, hi = self.con.execute(bounds).fetchone()
-        if lo is None:  # no holds: a file with none, for the view's columns
-            self.con.execute(f"COPY (SELECT * FROM holds) TO '{folder}/0.parquet' (FORMAT parquet)")
-        for i, a in enumerate(range(lo, hi + 1, SEQ_STEP) if lo is not None else ()):
+        # no holds: one file with none, for the view's columns
+        for i, where in enumerate(seq_ranges(self.con, anchor, "hold_pairs", SEQ_STEP) or ["TRUE"]):
             self.con.execute(
-                f"COPY (SELECT * FROM holds WHERE {anchor} >= {a} AND {anchor} < {a + SEQ_STEP}) "
-                f"TO '{folder}/{i}.parquet' (FORMAT parquet)"
+                f"COPY (SELECT * FROM holds WHERE {where}) TO '{folder}/{i}.parquet' "
+                "(FORMAT parquet)"
             )
 
     def finish(self) -> None:
