@@ -115,6 +115,21 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
     store, lake, ids = recorded
     monkeypatch.setattr(_duckdb_metrics, "TASK_PART_EVENTS", 500)  # several parts of tasks
     monkeypatch.setattr(_duckdb_metrics, "SEQ_STEP", 97)  # the totals' sort, several ranges
+    marked = _duckdb_metrics._marking_cut
+    cuts = []  # per stretch swept: its blame rows of waits cut by it, and of the others
+
+    def counting(*args):
+        sweep = marked(*args)
+
+        def counted(rows):
+            out = sweep(rows)
+            cut = sum(out.column("cut").to_pylist())
+            cuts.append((cut, out.num_rows - cut))
+            return out
+
+        return counted
+
+    monkeypatch.setattr(_duckdb_metrics, "_marking_cut", counting)
     before = _copies()
     keyed = {
         "metrics_blame": ("wait_seq", "culprit", "culprit_resource", "depth"),
@@ -151,6 +166,8 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
                 abs(x["blame_ns"] - y["blame_ns"]) <= 1
                 for x, y in zip(a["metrics_blame"], b["metrics_blame"], strict=True)
             )
+    # both kinds of blame rows were there: of waits within a stretch, and of waits cut
+    assert sum(c for c, _ in cuts) > 0 and sum(w for _, w in cuts) > 0
     _assert_holds_are_the_lakes(got.con, before)
     # a window of the trace: its seq starts past 0
     con = connect_lake(open_lake(lake, ids["mdev-34989"]))
@@ -164,10 +181,12 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
 
 
 def _copies() -> set[Path]:
-    """The copies of holds in DuckDB's temp directory (see ``_assert_holds_are_the_lakes``)."""
+    """The copies of holds, and the stretches and parts of tasks written out, in DuckDB's temp
+    directory (see ``_assert_holds_are_the_lakes``)."""
     from gigi.queries._connect import spill_directory
 
-    return set(Path(spill_directory()).glob("holds-*"))
+    spill = Path(spill_directory())
+    return {p for kind in ("holds", "stretches", "tasks") for p in spill.glob(f"{kind}-*")}
 
 
 def _assert_holds_are_the_lakes(con, before: set[Path]) -> None:

@@ -19,7 +19,6 @@ Spark); a trace of fewer than ``AT_SCALE`` events keeps that in-memory path.
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,14 +37,13 @@ from gigi.diagnosis._metrics import (
 from gigi.lake import _stretches as stretch
 
 AT_SCALE = 1 << 24  # events from which a lake is diagnosed a stretch of time at a time
-BATCH = 1 << 18  # rows read from DuckDB at a time
 TASK_PART_EVENTS = 1 << 23  # events per part of the tasks whose metrics are computed at once
 SEQ_STEP = 1 << 23  # events in trace order sorted (totals) or joined (holds) at once
 
 BLAME_KEYS = "wait_seq, resource, object, victim, culprit, culprit_resource, depth"
 BLAME_ARROW = pa.schema(
     [(k, pa.string() if "resource" in k else pa.int64()) for k in BLAME_KEYS.split(", ")]
-    + [("blame_ns", pa.float64())]
+    + [("blame_ns", pa.float64()), ("cut", pa.bool_())]
 )
 SHARES_ARROW = pa.schema(
     [("resource", pa.string()), ("task", pa.int64()), ("held", pa.int64()), ("used", pa.int64())]
@@ -63,15 +61,18 @@ def compute(con, stages, chunks: int | None = None) -> None:
     with stages("totals: events, outstanding, rates"):
         totals, level, rate, square = _totals(con, names, start, end, seq_step=SEQ_STEP)
     with stages("blame: attribution over waits and holds"):
-        sweep = stretch.blame_sweep(names, start, span, chunks)
-        _by_stretch(
-            con, "blame_parts", stretch.BLAME_UNION, sweep, BLAME_ARROW, start, span, chunks
-        )
-        # summed over the stretches, then rounded half to even, as Spark's bround
+        sweep = _marking_cut(stretch.blame_sweep(names, start, span, chunks), start, span, chunks)
+        cut = (start, span, chunks)
+        _by_stretch(con, "blame_parts", stretch.BLAME_UNION, sweep, BLAME_ARROW, *cut)
+        # a wait within one stretch has its rows from that stretch alone; the rows of the
+        # others are summed over the stretches; then rounded half to even, as Spark's bround
         con.execute(f"""
             CREATE OR REPLACE TABLE metrics_blame AS
-            SELECT {BLAME_KEYS}, CAST(round_even(sum(blame_ns), 0) AS BIGINT) AS blame_ns
-            FROM blame_parts GROUP BY ALL HAVING sum(blame_ns) > 0""")
+            SELECT {BLAME_KEYS}, CAST(round_even(blame_ns, 0) AS BIGINT) AS blame_ns
+            FROM blame_parts WHERE NOT cut AND blame_ns > 0
+            UNION ALL
+            SELECT {BLAME_KEYS}, CAST(round_even(sum(blame_ns), 0) AS BIGINT)
+            FROM blame_parts WHERE cut GROUP BY ALL HAVING sum(blame_ns) > 0""")
         con.execute("DROP TABLE blame_parts")
         per_res = {
             r[0]: {"blame_ns_sum": r[1], "victim_count_distinct": r[2]}
@@ -152,38 +153,45 @@ def _spill(con) -> str:
 
 
 def _by_stretch(con, table: str, union_sql: str, sweep, schema: pa.Schema, start, span, chunks):
-    """``sweep`` over each stretch's rows of ``union_sql``, its results (of ``schema``) put
-    in the new ``table``.
+    """``sweep`` over each stretch's rows of ``union_sql``, its results (of ``schema``, less
+    what ``sweep`` keeps back: see ``_blame``) put in the new ``table``.
 
-    The rows come from one query ordered by stretch, read on a cursor of their own (a query on
-    ``con`` would end that stream) a batch at a time; a stretch is swept once its last row is
-    in."""
+    The rows are first written out as Parquet partitioned by stretch, which DuckDB streams
+    (one sort of them all by stretch spilled and grew faster than the trace); then each
+    stretch's own files are read and swept."""
     con.register("gigi_stretch", schema.empty_table())
     con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM gigi_stretch")
     con.unregister("gigi_stretch")
-    text = stretch.chunked(union_sql, start, span, chunks) + " ORDER BY chunk"
-    reader = con.cursor().sql(text).to_arrow_reader(BATCH)
-    held: list[pa.RecordBatch] = []
-    current = None
-
-    def flush() -> None:
-        if held:
-            con.register("gigi_stretch", sweep(pa.Table.from_batches(held)))
+    with tempfile.TemporaryDirectory(prefix="stretches-", dir=_spill(con)) as folder:
+        con.execute(
+            f"COPY ({stretch.chunked(union_sql, start, span, chunks)}) TO '{folder}' "
+            "(FORMAT parquet, PARTITION_BY (chunk))"
+        )
+        written = sorted(int(p.name.split("=", 1)[1]) for p in Path(folder).glob("chunk=*"))
+        for chunk in written:
+            rows = con.sql(
+                f"SELECT *, {chunk} AS chunk FROM read_parquet('{folder}/chunk={chunk}/*.parquet', "
+                "hive_partitioning = false)"
+            ).to_arrow_table()
+            con.register("gigi_stretch", sweep(rows))
             con.execute(f"INSERT INTO {table} SELECT * FROM gigi_stretch")
             con.unregister("gigi_stretch")
-            held.clear()
 
-    for batch in reader:
-        chunk = batch.column(batch.schema.get_field_index("chunk")).to_numpy()
-        cuts = [0, *(np.flatnonzero(np.diff(chunk)) + 1).tolist(), len(chunk)]
-        for lo, hi in itertools.pairwise(cuts):
-            if lo == hi:
-                continue
-            if int(chunk[lo]) != current:
-                flush()
-                current = int(chunk[lo])
-            held.append(batch.slice(lo, hi - lo))
-    flush()
+
+def _marking_cut(sweep, start, span, chunks):
+    """``sweep`` (the blame's), its rows marked ``cut`` when their wait runs over more than
+    one stretch, and so has rows from others to add to."""
+
+    def marked(rows: pa.Table) -> pa.Table:
+        lo, hi = stretch.bounds(rows.column("chunk")[0].as_py(), start, span, chunks)
+        col = lambda name: rows.column(name).to_numpy()  # noqa: E731
+        s, e = col("s"), col("e")
+        cut = (col("src") == 0) & ((s < lo) | (np.maximum(e - 1, s) >= hi))
+        blame = sweep(rows)
+        wait_seq = blame.column("wait_seq").to_numpy()
+        return blame.append_column("cut", pa.array(np.isin(wait_seq, col("seq")[cut])))
+
+    return marked
 
 
 class StretchedEngine(DuckDBEngine):
