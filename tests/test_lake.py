@@ -4,6 +4,7 @@ lake's SQL twins against the kernels, bad input, and the Spark engine in local m
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import re
 from pathlib import Path
@@ -180,13 +181,24 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
     assert got.to_json() == want.to_json() and 0 < got.events < want.manifest.events
 
 
+SCRATCH = ("holds", "stretches", "shares", "tasks")  # gone when a diagnosis is over
+
+
 def _copies() -> set[Path]:
     """The copies of holds, and the stretches and parts of tasks written out, in DuckDB's temp
     directory (see ``_assert_holds_are_the_lakes``)."""
     from gigi.queries._connect import spill_directory
 
     spill = Path(spill_directory())
-    return {p for kind in ("holds", "stretches", "tasks") for p in spill.glob(f"{kind}-*")}
+    return {p for kind in SCRATCH for p in spill.glob(f"{kind}-*")}
+
+
+def _metrics_files() -> set[Path]:
+    """The folders of the files behind a stretched diagnosis's metrics_blame and metrics_tasks
+    in DuckDB's temp directory: each there while its connection is."""
+    from gigi.queries._connect import spill_directory
+
+    return set(Path(spill_directory()).glob("metrics-*"))
 
 
 def _assert_holds_are_the_lakes(con, before: set[Path]) -> None:
@@ -715,9 +727,15 @@ def test_a_store_trace_at_scale_is_diagnosed_a_stretch_at_a_time(recorded, monke
     store, _, ids = recorded
     want = diagnose(store, trace=ids["mdev-34989"]).to_json()
     monkeypatch.setattr(_duckdb_metrics, "AT_SCALE", 1)
-    before = _copies()
+    before, metrics_before = _copies(), _metrics_files()
     d = diagnose(store, trace=ids["mdev-34989"])
-    tables = {r[0] for r in d.con.sql("SELECT table_name FROM duckdb_tables()").fetchall()}
-    assert {"metrics_blame", "metrics_tasks"} <= tables  # made by the stretched path
+    views = dict(d.con.sql("SELECT view_name, sql FROM duckdb_views()").fetchall())
+    # made by the stretched path: views of files that last as long as the connection
+    assert all("read_parquet" in views[name] for name in ("metrics_blame", "metrics_tasks"))
     assert d.to_json() == want
     _assert_holds_are_the_lakes(d.con, before)
+    made = _metrics_files() - metrics_before
+    assert len(made) == 1 and d.con.sql("SELECT count(*) FROM metrics_tasks").fetchall()[0][0]
+    del d
+    gc.collect()
+    assert not any(p.exists() for p in made)

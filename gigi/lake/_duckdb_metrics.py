@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from gigi.diagnosis._diagnose import DuckDBEngine
 from gigi.diagnosis._metrics import (
@@ -50,30 +52,37 @@ SHARES_ARROW = pa.schema(
 )
 
 
-def compute(con, stages, chunks: int | None = None) -> None:
-    """Register the ``metrics_*`` tables on ``con`` (a lake's views), stretch by stretch."""
+def compute(con, stages, folder: str, chunks: int | None = None) -> None:
+    """Register the ``metrics_*`` tables on ``con`` (a lake's views), stretch by stretch.
+    ``metrics_blame`` and ``metrics_tasks``, whose rows grow with the trace, are views of
+    Parquet files in ``folder``, which must outlive the queries on them: as DuckDB tables they
+    filled its memory at scale, and every later stage spilled."""
     resources = con.sql("SELECT resource, capacity, sharing FROM resources ORDER BY resource")
     resources = resources.to_arrow_table()
     names = resources.column("resource").to_pylist()
     start, end, events = con.sql('SELECT start, "end", events FROM trace_info').fetchall()[0]
     span = max(end - start, 1)
     chunks = chunks or stretch.chunk_count(events)
+    cut = (start, span, chunks)
     with stages("totals: events, outstanding, rates"):
         totals, level, rate, square = _totals(con, names, start, end, seq_step=SEQ_STEP)
     with stages("blame: attribution over waits and holds"):
-        sweep = _marking_cut(stretch.blame_sweep(names, start, span, chunks), start, span, chunks)
-        cut = (start, span, chunks)
-        _by_stretch(con, "blame_parts", stretch.BLAME_UNION, sweep, BLAME_ARROW, *cut)
+        blame = f"{folder}/blame"
+        sweep = _marking_cut(stretch.blame_sweep(names, *cut), *cut)
+        _by_stretch(con, stretch.BLAME_UNION, sweep, BLAME_ARROW, blame, *cut)
         # a wait within one stretch has its rows from that stretch alone; the rows of the
         # others are summed over the stretches; then rounded half to even, as Spark's bround
+        parts = f"read_parquet('{blame}/*.parquet')"
         con.execute(f"""
-            CREATE OR REPLACE TABLE metrics_blame AS
+            CREATE OR REPLACE TABLE gigi_blame_cut AS
+            SELECT {BLAME_KEYS}, CAST(round_even(sum(blame_ns), 0) AS BIGINT) AS blame_ns
+            FROM {parts} WHERE cut GROUP BY ALL HAVING sum(blame_ns) > 0""")
+        con.execute(f"""
+            CREATE OR REPLACE VIEW metrics_blame AS
             SELECT {BLAME_KEYS}, CAST(round_even(blame_ns, 0) AS BIGINT) AS blame_ns
-            FROM blame_parts WHERE NOT cut AND blame_ns > 0
+            FROM {parts} WHERE NOT cut AND blame_ns > 0
             UNION ALL
-            SELECT {BLAME_KEYS}, CAST(round_even(sum(blame_ns), 0) AS BIGINT)
-            FROM blame_parts WHERE cut GROUP BY ALL HAVING sum(blame_ns) > 0""")
-        con.execute("DROP TABLE blame_parts")
+            SELECT * FROM gigi_blame_cut""")
         per_res = {
             r[0]: {"blame_ns_sum": r[1], "victim_count_distinct": r[2]}
             for r in con.sql(
@@ -94,18 +103,18 @@ def compute(con, stages, chunks: int | None = None) -> None:
     for name, table in tables.items():
         con.register(name, table)
     with stages("tasks: per-task shares"):
-        sweep = stretch.shares_sweep(names, start, span, chunks)
-        shares = "task_shares_by_chunk"
-        _by_stretch(con, shares, stretch.SHARES_UNION, sweep, SHARES_ARROW, start, span, chunks)
-        _per_task(con, shares, events)
-        con.execute(f"DROP TABLE {shares}")
+        with tempfile.TemporaryDirectory(prefix="shares-", dir=_spill(con)) as shares:
+            sweep = stretch.shares_sweep(names, *cut)
+            _by_stretch(con, stretch.SHARES_UNION, sweep, SHARES_ARROW, shares, *cut)
+            _per_task(con, f"read_parquet('{shares}/*.parquet')", events, f"{folder}/tasks")
 
 
-def _per_task(con, shares: str, events: int) -> None:
-    """``metrics_tasks`` by ``sql/task_metrics.sql``, a part of the tasks at a time (by a hash
-    of the task): a pair's figures need all its rows, and one part at a time is what bounds
-    the memory. The columns it reads are first written out once, as Parquet partitioned by
-    part, so that each part reads its own rows and not every part all of them."""
+def _per_task(con, shares: str, events: int, folder: str) -> None:
+    """``metrics_tasks``, a view of ``folder``: its rows by ``sql/task_metrics.sql``, a file
+    for each part of the tasks (by a hash of the task). A pair's figures need all its rows,
+    and one part at a time is what bounds the memory. The columns it reads are first written
+    out once, as Parquet partitioned by part, so that each part reads its own rows and not
+    every part all of them."""
     parts = events // TASK_PART_EVENTS + 1
     inputs = {
         "waits": "SELECT resource, task, dur FROM waits",
@@ -113,16 +122,16 @@ def _per_task(con, shares: str, events: int) -> None:
         "events": "SELECT resource, task, kind, amount FROM events WHERE kind IN (1, 2)",
         "shares": f"SELECT * FROM {shares}",
     }
-    con.execute("DROP TABLE IF EXISTS metrics_tasks")
-    with tempfile.TemporaryDirectory(prefix="tasks-", dir=_spill(con)) as folder:
+    Path(folder).mkdir()
+    with tempfile.TemporaryDirectory(prefix="tasks-", dir=_spill(con)) as inputs_folder:
         for name, query in inputs.items():
             con.execute(
                 f"COPY (SELECT *, hash(task) % {parts} AS part FROM ({query})) "
-                f"TO '{folder}/{name}' (FORMAT parquet, PARTITION_BY (part))"
+                f"TO '{inputs_folder}/{name}' (FORMAT parquet, PARTITION_BY (part))"
             )
         by_part = {  # a view with no rows wrote no files: its query stands in, with no rows
-            name: f"read_parquet('{folder}/{name}/*/*.parquet', hive_partitioning = true)"
-            if any(Path(folder, name).glob("*/*.parquet"))
+            name: f"read_parquet('{inputs_folder}/{name}/*/*.parquet', hive_partitioning = true)"
+            if any(Path(inputs_folder, name).glob("*/*.parquet"))
             else f"(SELECT *, 0 AS part FROM ({query}) LIMIT 0)"
             for name, query in inputs.items()
         }
@@ -138,10 +147,20 @@ def _per_task(con, shares: str, events: int) -> None:
                     all_shares="gigi_task_totals",
                     **by_part,
                 )
-                into = "INSERT INTO metrics_tasks" if part else "CREATE TABLE metrics_tasks AS"
-                con.execute(f"{into} {text}")
+                con.execute(f"COPY ({_bigint(con, text)}) TO '{folder}/{part}.parquet'")
         finally:
             con.execute("DROP TABLE IF EXISTS gigi_task_totals")
+    con.execute(
+        f"CREATE OR REPLACE VIEW metrics_tasks AS SELECT * FROM read_parquet('{folder}/*.parquet')"
+    )
+
+
+def _bigint(con, query: str) -> str:
+    """``query`` with its HUGEINT columns (DuckDB's sums of BIGINTs) cast to BIGINT, as the
+    kernels give them: Parquet would hold them as DOUBLE."""
+    columns = con.execute(f"DESCRIBE {query}").fetchall()
+    casts = [f'CAST("{c[0]}" AS BIGINT) AS "{c[0]}"' for c in columns if c[1] == "HUGEINT"]
+    return f"SELECT * REPLACE ({', '.join(casts)}) FROM ({query})" if casts else query
 
 
 def _spill(con) -> str:
@@ -152,30 +171,28 @@ def _spill(con) -> str:
     return spill
 
 
-def _by_stretch(con, table: str, union_sql: str, sweep, schema: pa.Schema, start, span, chunks):
-    """``sweep`` over each stretch's rows of ``union_sql``, its results (of ``schema``, less
-    what ``sweep`` keeps back: see ``_blame``) put in the new ``table``.
+def _by_stretch(con, union_sql: str, sweep, schema: pa.Schema, folder: str, start, span, chunks):
+    """``sweep`` over each stretch's rows of ``union_sql``, its results (of ``schema``) written
+    to ``folder``, a Parquet file a stretch (one with none if no stretch has rows).
 
     The rows are first written out as Parquet partitioned by stretch, which DuckDB streams
     (one sort of them all by stretch spilled and grew faster than the trace); then each
     stretch's own files are read and swept."""
-    con.register("gigi_stretch", schema.empty_table())
-    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM gigi_stretch")
-    con.unregister("gigi_stretch")
-    with tempfile.TemporaryDirectory(prefix="stretches-", dir=_spill(con)) as folder:
+    Path(folder).mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="stretches-", dir=_spill(con)) as rows_folder:
         con.execute(
-            f"COPY ({stretch.chunked(union_sql, start, span, chunks)}) TO '{folder}' "
+            f"COPY ({stretch.chunked(union_sql, start, span, chunks)}) TO '{rows_folder}' "
             "(FORMAT parquet, PARTITION_BY (chunk))"
         )
-        written = sorted(int(p.name.split("=", 1)[1]) for p in Path(folder).glob("chunk=*"))
+        written = sorted(int(p.name.split("=", 1)[1]) for p in Path(rows_folder).glob("chunk=*"))
         for chunk in written:
             rows = con.sql(
-                f"SELECT *, {chunk} AS chunk FROM read_parquet('{folder}/chunk={chunk}/*.parquet', "
-                "hive_partitioning = false)"
+                f"SELECT *, {chunk} AS chunk FROM "
+                f"read_parquet('{rows_folder}/chunk={chunk}/*.parquet', hive_partitioning = false)"
             ).to_arrow_table()
-            con.register("gigi_stretch", sweep(rows))
-            con.execute(f"INSERT INTO {table} SELECT * FROM gigi_stretch")
-            con.unregister("gigi_stretch")
+            pq.write_table(sweep(rows).cast(schema), f"{folder}/{chunk}.parquet")
+    if not written:
+        pq.write_table(schema.empty_table(), f"{folder}/none.parquet")
 
 
 def _marking_cut(sweep, start, span, chunks):
@@ -205,9 +222,12 @@ class StretchedEngine(DuckDBEngine):
         self._copy: str | None = None  # the folder of the holds' copy, while there is one
 
     def compute_metrics(self, stages) -> None:
+        # the files of metrics_blame and metrics_tasks, there as long as the connection is
+        folder = tempfile.mkdtemp(prefix="metrics-", dir=_spill(self.con))
+        weakref.finalize(self.con, shutil.rmtree, folder, True)
         with stages("views: holds"):
             self._holds_on_disk()
-        compute(self.con, stages, self.chunks)
+        compute(self.con, stages, folder, self.chunks)
 
     def _holds_on_disk(self) -> None:
         """The ``holds`` view joins each hold pair to its two events, and a dozen of the
