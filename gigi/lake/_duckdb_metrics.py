@@ -6,12 +6,14 @@ time and not the trace.
 - totals: the totals kernel over the events streamed in trace order, as for any trace, sorted
   a range of ``seq`` at a time (a sort of the whole trace grew faster than the trace);
 - the blame and the task shares: the numba sweeps, one stretch of time at a time
-  (``gigi.lake._stretches``), read from one DuckDB query ordered by stretch; their partial rows
-  go into DuckDB tables, which spill to disk, and add up there;
+  (``gigi.lake._stretches``), their intervals first written out as Parquet partitioned by
+  stretch; their rows go to Parquet files, of which ``metrics_blame`` is a view (the rows of
+  a wait cut by stretches summed);
 - hold and wait distributions: the distribution kernel, as for any trace (two columns a hold
   or a wait);
 - the per-task figures: SQL (``sql/task_metrics.sql``, the twin the tests hold to the
-  kernels), a part of the tasks at a time.
+  kernels), a part of the tasks at a time, into Parquet files of which ``metrics_tasks`` is
+  a view.
 
 The figures are those of ``gigi.diagnosis._metrics.compute`` (blame to within rounding, as on
 Spark); a trace of fewer than ``AT_SCALE`` events keeps that in-memory path.
