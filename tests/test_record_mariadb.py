@@ -30,6 +30,40 @@ def server(tmp_path_factory):
         srv.stop()
 
 
+@pytest.fixture
+def session(server):
+    """``session()``: a connection to the server, closed when the test ends, passed or not, so a
+    failed test leaves no session behind for the next."""
+    opened = []
+
+    def open_one():
+        opened.append(server.connect())
+        return opened[-1]
+
+    yield open_one
+    for c in opened:
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001 - already gone (killed, or closed by the test)
+            pass
+
+
+@pytest.fixture
+def recorder(server):
+    """``recorder(trace, **kw)`` starts ``record`` in a thread; returns (stop, thread, result).
+    Whatever the test does, every recorder is stopped and joined when it ends."""
+    started = []
+
+    def start(trace: Path, **kw):
+        started.append(_recorder(server, trace, **kw))
+        return started[-1]
+
+    yield start
+    for stop, thread, _ in started:
+        stop.set()
+        thread.join(30)
+
+
 def _recorder(server, trace: Path, **kw):
     from gigi.record.mariadb import record
 
@@ -55,23 +89,23 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_open_select_keeps_mdl_and_alter_waits(server, tmp_path):
+def test_open_select_keeps_mdl_and_alter_waits(server, session, recorder, tmp_path):
     """MDEV-34989: an open transaction's SELECT keeps the table's metadata lock and an ALTER
     TABLE waits behind it. Rank 1 is contention on mdl.table, the SELECT's transaction (on its
     connection) is the culprit and the ALTER the victim."""
     from gigi.queries import connect
     from gigi.record._mariadb_model import object_id
 
-    admin = server.connect()
+    admin = session()
     with admin.cursor() as cur:
         cur.execute("DROP TABLE IF EXISTS t")
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
         cur.execute("INSERT INTO t VALUES (1, 1), (2, 2), (3, 3)")
     trace = tmp_path / "trace"
-    stop, recorder, result = _recorder(server, trace, duration=60.0, interval=0.01)
+    stop, recording, result = recorder(trace, duration=60.0, interval=0.01)
     assert "error" not in result, result.get("error")
 
-    reader, altering = server.connect(), server.connect()
+    reader, altering = session(), session()
     with reader.cursor() as cur:
         cur.execute("BEGIN")
         cur.execute("SELECT * FROM t")
@@ -100,7 +134,7 @@ def test_open_select_keeps_mdl_and_alter_waits(server, tmp_path):
     assert not alter_thread.is_alive()
     time.sleep(0.3)
     stop.set()
-    recorder.join(30)
+    recording.join(30)
     assert "error" not in result, result.get("error")
     rec = result["recording"]
     assert rec.polls > 100 and rec.events > 0
@@ -161,36 +195,35 @@ def test_open_select_keeps_mdl_and_alter_waits(server, tmp_path):
             "WHERE NAME = 'wait/lock/metadata/sql/mdl'"
         )
         assert cur.fetchone()[0] == "NO"
-    for c in (admin, reader, altering):
-        c.close()
 
 
-def test_lost_connection_keeps_what_was_recorded(server, tmp_path):
+def test_lost_connection_keeps_what_was_recorded(server, session, recorder, tmp_path):
     """The recorder's connection killed mid-recording: a one-line error, and the trace up to
     then is valid."""
     from gigi.errors import RecordError
     from gigi.ingest import ingest
 
+    admin, holder = session(), session()
+
+    def sessions() -> set[int]:
+        with admin.cursor() as cur:
+            cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND <> 'Daemon'")
+            return {r[0] for r in cur.fetchall()}
+
+    before = sessions()
     trace = tmp_path / "trace"
-    stop, recorder, result = _recorder(server, trace, duration=60.0, interval=0.01, flush_every=0.2)
-    holder = server.connect()
+    stop, recording, result = recorder(trace, duration=60.0, interval=0.01, flush_every=0.2)
     with holder.cursor() as cur:
         cur.execute("BEGIN")
         cur.execute("SELECT * FROM mysql.user LIMIT 1")
     time.sleep(0.5)
-    admin = server.connect()
+    # the recorder's connection: the one session that came with it
+    ids = sorted(sessions() - before)
+    assert len(ids) == 1, ids
     with admin.cursor() as cur:
-        # the recorder's connection: the one that is neither ours nor the server's own
-        cur.execute(
-            "SELECT ID FROM information_schema.PROCESSLIST WHERE ID NOT IN (%s, %s) "
-            "AND USER = 'root' AND COMMAND <> 'Daemon'",
-            (admin.thread_id(), holder.thread_id()),
-        )
-        ids = [r[0] for r in cur.fetchall()]
-        assert len(ids) == 1, ids
         cur.execute(f"KILL CONNECTION {ids[0]}")
-    recorder.join(30)
-    assert not recorder.is_alive()
+    recording.join(30)
+    assert not recording.is_alive()
     error = result.get("error")
     assert isinstance(error, RecordError), result
     assert "lost the connection" in str(error) and "\n" not in str(error)
@@ -199,8 +232,6 @@ def test_lost_connection_keeps_what_was_recorded(server, tmp_path):
     summary = json.loads((trace / "mariadb-recording.json").read_text())
     assert summary["stopped_by"].startswith("lost connection")
     holder.rollback()
-    for c in (holder, admin):
-        c.close()
 
 
 @pytest.mark.parametrize(
@@ -231,21 +262,21 @@ def test_bad_dsn_is_one_line(dsn, says, tmp_path, capsys):
     assert len(err.splitlines()) == 1, err
 
 
-def test_row_lock_waits_blame_the_holder(server, tmp_path):
+def test_row_lock_waits_blame_the_holder(server, session, recorder, tmp_path):
     """A transaction keeps a row lock while three others wait for the row: rank 1 is contention
     on innodb.row_lock, the holder's transaction to blame, the three waiters its victims."""
-    admin = server.connect()
+    admin = session()
     with admin.cursor() as cur:
         cur.execute("DROP TABLE IF EXISTS acc")
         cur.execute("CREATE TABLE acc (id INT PRIMARY KEY, v INT)")
         cur.execute("INSERT INTO acc VALUES (1, 1), (42, 42)")
     trace = tmp_path / "trace"
-    stop, recorder, result = _recorder(server, trace, duration=60.0, interval=0.01)
-    holder = server.connect()
+    stop, recording, result = recorder(trace, duration=60.0, interval=0.01)
+    holder = session()
     with holder.cursor() as cur:
         cur.execute("BEGIN")
         cur.execute("UPDATE acc SET v = v + 1 WHERE id = 42")
-    waiters = [server.connect() for _ in range(3)]
+    waiters = [session() for _ in range(3)]
 
     def wait(con):
         with con.cursor() as cur:
@@ -263,7 +294,7 @@ def test_row_lock_waits_blame_the_holder(server, tmp_path):
         t.join(30)
     time.sleep(0.3)
     stop.set()
-    recorder.join(30)
+    recording.join(30)
     assert "error" not in result, result.get("error")
 
     out = tmp_path / "diagnosis.json"
@@ -281,8 +312,6 @@ def test_row_lock_waits_blame_the_holder(server, tmp_path):
     waiting = {c.thread_id() for c in waiters}
     victim_connections = {int(name[parent[v]].split()[1]) for v in top["victim_tasks"]}
     assert waiting <= victim_connections, (waiting, victim_connections)
-    for c in (admin, holder, *waiters):
-        c.close()
 
 
 def test_a_transaction_is_named_by_a_statement_of_its_own():
@@ -312,3 +341,73 @@ def test_a_transaction_is_named_by_a_statement_of_its_own():
     connection = next(t["task"] for t in tasks if t["parent"] is None)
     (txn,) = [t for t in tasks if t["parent"] == connection]
     assert txn["name"] == "UPDATE acc SET v = v + 1 WHERE id = 42"
+
+
+def test_a_lock_whose_owner_the_server_does_not_name(tmp_path):
+    """performance_schema leaves OWNER_THREAD_ID null for a lock taken by a thread it does not
+    instrument (InnoDB's background work on a table an ALTER just changed, say). The hold is
+    recorded on a stand-in background task with OS thread 0, never as a null thread that would
+    make the whole trace unreadable, and its task ends when the lock goes."""
+    from gigi.ingest import ingest
+    from gigi.queries import connect
+    from gigi.record._mariadb_model import Model, Poll
+    from gigi.schema import TraceWriter
+
+    conn = {"THREAD_ID": 10, "TYPE": "FOREGROUND", "PROCESSLIST_ID": 3, "THREAD_OS_ID": 99}
+
+    def lock(owner, ticket, status="GRANTED"):
+        return {
+            "OBJECT_TYPE": "TABLE",
+            "OBJECT_SCHEMA": "test",
+            "OBJECT_NAME": "t",
+            "OBJECT_INSTANCE_BEGIN": ticket,
+            "LOCK_TYPE": "SHARED_READ",
+            "LOCK_DURATION": "TRANSACTION",
+            "LOCK_STATUS": status,
+            "SOURCE": "",
+            "OWNER_THREAD_ID": owner,
+            "OWNER_EVENT_ID": None if owner is None else 5,
+        }
+
+    m = Model(own_thread=1)
+    m.add(Poll(0, 10, metadata_locks=[lock(None, 0xA0), lock(10, 0xB0)], threads=[conn]))
+    m.add(Poll(20, 30, metadata_locks=[lock(None, 0xA0), lock(10, 0xB0)], threads=[conn]))
+    m.add(Poll(40, 50, metadata_locks=[lock(10, 0xB0)], threads=[conn]))  # the unnamed lock went
+    m.add(Poll(60, 70, metadata_locks=[lock(None, 0xC0), lock(10, 0xB0)], threads=[conn]))
+    m.finish(80)
+    events, tasks, _ = m.take()
+    assert all(e["thread"] is not None and e["task"] is not None for e in events), events
+    unnamed = {
+        t["task"]: t for t in tasks if t["name"].startswith("a server thread without performance")
+    }
+    assert len(unnamed) == 2 and all(t["kind"] == "background" for t in unnamed.values())
+    first = min(unnamed)
+    assert unnamed[first]["end"] == 50  # ended with its lock; the second still open at the end
+    mine = [(e["kind"], e["ts"], e["thread"]) for e in events if e["task"] == first]
+    assert mine == [(1, 10, 0), (3, 50, 0)]  # ACQUIRE when seen, RELEASE when gone
+
+    w = TraceWriter(tmp_path / "trace", "gigi-record-mariadb test")
+    w.extend("events", events)
+    w.extend("tasks", tasks)
+    w.flush()
+    ingest(tmp_path / "trace", tmp_path / "store")
+    con = connect(tmp_path / "store")
+    assert con.execute("SELECT count(*) FROM events WHERE thread = 0").fetchone()[0] == 3
+
+
+def test_the_writer_refuses_a_null_in_a_required_column(tmp_path):
+    """A writer's bug (a null thread, say) is refused when the segment is written, in one line
+    naming the column and row, and the segments already written stay readable."""
+    from gigi.errors import SchemaError
+    from gigi.ingest import ingest
+    from gigi.schema import TraceWriter
+
+    row = {"ts": 1, "kind": 1, "resource": "r", "task": 1, "thread": 7}
+    w = TraceWriter(tmp_path / "trace", "gigi-test")
+    w.extend("events", [row])
+    w.flush()
+    w.extend("events", [row, {**row, "ts": 2, "thread": None}])
+    with pytest.raises(SchemaError, match=r"column 'thread', row 1: is null") as e:
+        w.flush()
+    assert "\n" not in str(e.value)
+    assert ingest(tmp_path / "trace", tmp_path / "store").events == 1

@@ -195,9 +195,12 @@ class Model:
         self.mdl_waiting: dict[tuple, _OpenWait] = {}
         self.row_held: dict[tuple, tuple[int, int]] = {}  # (thread, object) -> task, thread
         self.row_waiting: dict[tuple, _OpenWait] = {}
+        # lock ticket -> the stand-in thread id (negative) of an owner the server does not name
+        self.unnamed: dict[int, int] = {}
         self.previous: Poll | None = None
         self.rows_read: int | None = None  # ns, when row locks were last read
         self._next_task = 1
+        self._unnamed_seen = 0
         self.polls = 0
 
     # --- helpers ------------------------------------------------------------------------
@@ -315,7 +318,11 @@ class Model:
                 self._thread(row["THREAD_ID"], row, now)
         by_pid = {th.processlist_id: th for th in self.threads.values() if th.processlist_id}
 
-        locks = [r for r in poll.metadata_locks if r["OWNER_THREAD_ID"] != own]
+        locks = [
+            r if r["OWNER_THREAD_ID"] is not None else self._unnamed_owner(r, now)
+            for r in poll.metadata_locks
+            if r["OWNER_THREAD_ID"] != own
+        ]
         row_waits = []
         for waiter_pid, blocker_pid, name, wait_start, blocker_start in poll.row_waits or ():
             w, b = by_pid.get(waiter_pid), by_pid.get(blocker_pid)
@@ -328,6 +335,8 @@ class Model:
             if t.get("STATE") == "ACTIVE":
                 evidence[t["THREAD_ID"]] = t["EVENT_ID"]
         for r in locks:
+            if r["OWNER_THREAD_ID"] < 0:  # no transaction to see of an owner with no name
+                continue
             if r["LOCK_DURATION"] != "EXPLICIT" and r["LOCK_STATUS"] in ("GRANTED", "PENDING"):
                 evidence.setdefault(r["OWNER_THREAD_ID"], None)
         for w, b, *_ in row_waits:
@@ -339,6 +348,9 @@ class Model:
         self._transactions(evidence, trx, statements, locks, now, before)
         self._statements(statements, now)
         self._metadata_locks(locks, poll, now, before)
+        tickets = {r["OBJECT_INSTANCE_BEGIN"] for r in locks}
+        for ticket in [t for t in self.unnamed if t not in tickets]:
+            self._end_thread(self.threads[self.unnamed.pop(ticket)], now)
         if poll.row_waits is not None:
             self._row_locks(row_waits, now, self.rows_read)
             self.rows_read = poll.sent
@@ -349,6 +361,22 @@ class Model:
                 if th.task.kind == "foreground" and tid not in seen:
                     self._end_thread(th, now)
         self.previous = poll
+
+    def _unnamed_owner(self, row: dict, now: int) -> dict:
+        """A metadata lock whose OWNER_THREAD_ID is null: its owner is a server thread that
+        performance_schema does not instrument (InnoDB's background work, say). Each such lock
+        ticket gets a stand-in thread, with OS thread 0 (unknown) and a background task that
+        lasts as long as the lock is seen, so the hold is recorded and can be blamed."""
+        ticket = row["OBJECT_INSTANCE_BEGIN"]
+        tid = self.unnamed.get(ticket)
+        if tid is None:
+            self._unnamed_seen += 1
+            tid = self.unnamed[ticket] = -self._unnamed_seen
+            name = "a server thread without performance_schema instrumentation"
+            task = self._new_task(name, "background", None, now)
+            self.threads[tid] = Thread(tid, 0, task)
+        self.threads[tid].last_seen = now
+        return {**row, "OWNER_THREAD_ID": tid}
 
     def _transactions(self, evidence, trx, statements, locks, now, before) -> None:
         for tid, th in list(self.threads.items()):

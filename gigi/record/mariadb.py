@@ -460,7 +460,7 @@ def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
     poll.threads = next(parts)
     # lock owners that are not connections (background threads), named once
     known = set(model.threads) | {t["THREAD_ID"] for t in poll.threads} | {model.own_thread}
-    unknown = {r["OWNER_THREAD_ID"] for r in poll.metadata_locks} - known
+    unknown = {r["OWNER_THREAD_ID"] for r in poll.metadata_locks} - known - {None}
     if unknown:
         marks = ", ".join(["%s"] * len(unknown))
         with s.con.cursor(s.pymysql.cursors.DictCursor) as cur:
@@ -471,9 +471,10 @@ def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
     pending = {
         (r["OWNER_THREAD_ID"], r["OWNER_EVENT_ID"])
         for r in poll.metadata_locks
-        if r["LOCK_STATUS"] == "PENDING"
+        if r["LOCK_STATUS"] == "PENDING" and r["OWNER_THREAD_ID"] is not None
     }
-    waiting = {w.key for w in model.mdl_waiting.values()}
+    # (an owner the server does not name has a stand-in id below 0 and no timed wait)
+    waiting = {w.key for w in model.mdl_waiting.values() if w.key[0] >= 0}
     new, ended = pending - waiting, waiting - pending
     tables = (["events_waits_current"] if new or ended else []) + (
         ["events_waits_history_long"] if ended else []

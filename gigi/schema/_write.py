@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from gigi.errors import SchemaError
 from gigi.schema._tables import (
     META_CLOCK,
     META_HOST,
@@ -73,13 +74,23 @@ class TraceWriter:
                     META_PID: str(os.getpid()),
                 }
             )
+            stem = f"{self.writer.split()[0]}-{os.getpid()}-{next(self._seq):06d}"
+            path = self.trace / f"{stem}-{name}.arrows"
             columns = {}
             for col in table.columns:
                 values = [r.get(col.name, col.default) for r in rows]
+                if not col.nullable and None in values:
+                    # a reader would refuse the whole trace for it: refuse the rows instead,
+                    # and keep them, and the segments already written
+                    raise SchemaError(
+                        f"is null, expected a value in every row (a bug of {self.writer}; "
+                        "this segment is not written)",
+                        path=str(path),
+                        column=col.name,
+                        row=values.index(None),
+                    )
                 columns[col.name] = values
             batch = pa.RecordBatch.from_pydict(columns, schema=schema)
-            stem = f"{self.writer.split()[0]}-{os.getpid()}-{next(self._seq):06d}"
-            path = self.trace / f"{stem}-{name}.arrows"
             sink = pa.BufferOutputStream()
             with ipc.new_stream(sink, schema) as w:
                 w.write_batch(batch)
