@@ -606,6 +606,38 @@ def test_spark_finds_what_duckdb_finds(recorded, spark):
 
 
 @pytest.mark.slow
+def test_spark_finds_the_broken_rules_duckdb_finds(tmp_path, spark):
+    """inconsistent_state on Spark: a USE after RELEASE and a second RELEASE, by the tasks
+    that did them, as on DuckDB."""
+    from conftest import events
+
+    kinds, tasks, objects = [], [], []
+    for i in range(40):
+        steps = [1, 2, 3] + ([2] if i % 4 == 0 else []) + ([3] if i % 4 == 1 else [])
+        kinds += steps
+        tasks += [1 + i % 4] * len(steps)
+        objects += [1 + i % 3] * len(steps)
+    (tmp_path / "trace").mkdir()
+    write_stream(
+        tmp_path / "trace" / "e.arrows",
+        events(
+            ts=[10 * i for i in range(len(kinds))],
+            kind=kinds,
+            resource=["buf"] * len(kinds),
+            task=tasks,
+            object=pa.array(objects, pa.int64()),
+        ),
+    )
+    m = ingest(tmp_path / "trace", tmp_path / "store")
+    ingest_lake(tmp_path / "store" / m.trace_id, tmp_path / "lake")
+    want = diagnose(tmp_path / "store").to_json()
+    assert [f["failure_mode"] for f in want["findings"]] == ["inconsistent_state"]
+    assert want["findings"][0]["culprit_tasks"] == [1, 2]
+    got = diagnose_lake(tmp_path / "lake", engine="spark", spark=spark).to_json()
+    assert got == want
+
+
+@pytest.mark.slow
 def test_spark_cuts_a_large_trace_into_many_partitions(recorded, spark, monkeypatch):
     """Spark keeps a materialized partition as one block and reads it back whole (a 300M-event
     trace in 4 partitions ran out of heap): a large trace gets a shuffle partition per
@@ -698,6 +730,10 @@ def test_transpiled_sql_means_on_spark_what_it_means_on_duckdb(spark):
         "list(x ORDER BY y, x)[2:3] AS mid, list(x ORDER BY y DESC, x) AS every "
         "FROM (VALUES (0, 5, 1.5), (0, 3, 2.0), (0, 4, 2.0), (0, 9, 0.5), (0, 2, 2.0), "
         "(1, 1, 7.0)) AS t(g, x, y) GROUP BY g ORDER BY g",
+        # the first n by a key, kept with their count (a heap of n a group on both)
+        "SELECT g, min_by(x, {'y': -y, 'x': x}, 2) AS top, max_by(x, y, 1) AS one "
+        "FROM (VALUES (0, 5, 1.5), (0, 3, 2.0), (0, 4, 2.0), (0, 9, 0.5), (1, 1, 7.0)) "
+        "AS t(g, x, y) GROUP BY g ORDER BY g",
         # division in DOUBLE, and printf's rounding (C's, not Java's)
         "SELECT 7 / (10 * 0.1 * 4.0) AS q, printf('%d of %.1f: %.0f%%', 3, 0.25, 12.5) AS s",
     ]

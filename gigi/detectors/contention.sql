@@ -6,10 +6,15 @@
 -- param contention_dominance: share of the blame the top culprits must carry (default 0.5)
 WITH blame AS (
     SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL
+), top AS (
+    -- the five most blamed of each resource (a heap of five, not a sort of every culprit)
+    SELECT resource, sum(ns) AS total, min_by(culprit, {'ns': -ns, 'task': culprit}, 5) AS five
+    FROM blame GROUP BY resource
 ), ranked AS (
-    SELECT resource, culprit, ns, ns / sum(ns) OVER (PARTITION BY resource) AS share,
-           row_number() OVER (PARTITION BY resource ORDER BY ns DESC, culprit) AS place
-    FROM blame
+    SELECT b.resource, b.culprit, b.ns, b.ns / t.total AS share,
+           row_number() OVER (PARTITION BY b.resource ORDER BY b.ns DESC, b.culprit) AS place
+    FROM blame AS b JOIN top AS t ON t.resource = b.resource
+    WHERE list_contains(t.five, b.culprit)
 ), culprits AS (
     -- the fewest culprits that carry the dominant share (at most 5)
     SELECT resource, list(culprit ORDER BY place) AS culprit_tasks, sum(share) AS top_share
@@ -18,8 +23,9 @@ WITH blame AS (
     WHERE place <= 5 AND before < getvariable('contention_dominance')
     GROUP BY resource
 ), victims AS (
-    -- tasks slowed, most first; a culprit is not its own victim
-    SELECT b.resource, list(b.victim ORDER BY b.ns DESC, b.victim)[:100] AS victim_tasks
+    -- tasks slowed, most first; a culprit is not its own victim (min_by with a count keeps
+    -- the first 100 by its key, a heap a resource, where a sorted list would hold them all)
+    SELECT b.resource, min_by(b.victim, {'ns': -b.ns, 'task': b.victim}, 100) AS victim_tasks
     FROM (SELECT resource, victim, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL) AS b
     JOIN culprits AS c USING (resource)
     WHERE NOT list_contains(c.culprit_tasks, b.victim)

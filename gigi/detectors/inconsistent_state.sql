@@ -7,7 +7,17 @@
 --   or its accounting of it, is wrong; the culprits are the tasks that broke the rule.
 -- param inconsistent_min_events: contradicting USEs and RELEASEs before they count (default 3)
 -- param inconsistent_min_share: those as a share of the resource's USEs and RELEASEs (default 0.01)
-WITH ordered AS (
+WITH suspects AS (
+    -- the objects on which a task used or released again after a RELEASE of its own: only
+    -- there can the rules below be broken, so only their events go through the windows (two
+    -- sorts, of every event on an object otherwise)
+    SELECT DISTINCT resource, object
+    FROM (SELECT resource, object
+          FROM events
+          WHERE object <> 0 AND kind IN (2, 3)
+          GROUP BY resource, object, task
+          HAVING min(seq) FILTER (WHERE kind = 3) < max(seq))
+), ordered AS (
     -- per event on an object: what the same task did to the same object before it
     SELECT resource, object, task, kind, seq,
            coalesce(sum(CASE kind WHEN 1 THEN amount WHEN 3 THEN -amount ELSE 0 END) OVER mine,
@@ -18,8 +28,9 @@ WITH ordered AS (
            max(CASE WHEN kind = 1 THEN seq END) OVER (
                PARTITION BY resource, object ORDER BY seq
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS any_acquire
-    FROM events
-    WHERE object <> 0 AND kind IN (1, 2, 3)
+    FROM events AS e
+    SEMI JOIN suspects AS s ON s.resource = e.resource AND s.object = e.object
+    WHERE e.object <> 0 AND e.kind IN (1, 2, 3)
     WINDOW mine AS (PARTITION BY resource, object, task ORDER BY seq
                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ), broken AS (
@@ -35,7 +46,7 @@ WITH ordered AS (
     GROUP BY ALL
 ), per_resource AS (
     SELECT resource, sum(uses_after_release) AS uar, sum(double_releases) AS dr,
-           list(task ORDER BY uses_after_release + double_releases DESC, task)[:20]
+           min_by(task, {'broken': -(uses_after_release + double_releases), 'task': task}, 20)
                AS culprit_tasks
     FROM broken GROUP BY resource
 ), scored AS (

@@ -18,7 +18,7 @@
 -- param policy_max_churn_use: used / acquired units below which churn is waste (default 0.05)
 WITH victims AS (
     -- per resource, the tasks whose waits were blamed on others, most blamed first
-    SELECT resource, list(victim ORDER BY ns DESC, victim)[:100] AS victim_tasks
+    SELECT resource, min_by(victim, {'ns': -ns, 'task': victim}, 100) AS victim_tasks
     FROM (SELECT resource, victim, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL)
     GROUP BY resource
 ), blamed AS (
@@ -63,7 +63,7 @@ WITH victims AS (
         i.resource,
         least(1.0, sum(i.ns) / (any_value(m.trace_ns) * getvariable('policy_min_blame') * 4.0))
             AS score,
-        list(i.task ORDER BY i.ns DESC, i.task)[:10] AS culprit_tasks,
+        min_by(i.task, {'ns': -i.ns, 'task': i.task}, 10) AS culprit_tasks,
         any_value(vl.victim_tasks) AS victim_tasks,
         to_json({
             'blamed_wait_ns': sum(i.ns), 'culprit_utilization': round(sum(i.used) / sum(i.held), 3),
@@ -97,7 +97,8 @@ WITH victims AS (
         i.resource,
         least(1.0, any_value(b.ns) / (any_value(m.trace_ns) * getvariable('policy_min_blame') * 4.0))
             * least(1.0, sum(i.hold_share) / getvariable('policy_min_idle_share')) AS score,
-        list(i.task ORDER BY i.held_while_others_waited DESC, i.task)[:10] AS culprit_tasks,
+        min_by(i.task, {'held': -i.held_while_others_waited, 'task': i.task}, 10)
+            AS culprit_tasks,
         any_value(vl.victim_tasks) AS victim_tasks,
         to_json({
             'blamed_wait_ns': any_value(b.ns), 'idle_tasks': count(*),

@@ -46,7 +46,7 @@ SELECT
     l.resource,
     least(1.0, sum(l.units) / (greatest(coalesce(any_value(m.capacity), any_value(m.peak)), 1)
         * getvariable('leak_min_share') * 2.0)) AS score,
-    list(l.task ORDER BY l.units DESC, l.task)[:20] AS culprit_tasks,
+    min_by(l.task, {'units': -l.units, 'task': l.task}, 20) AS culprit_tasks,
     []::BIGINT[] AS victim_tasks,
     to_json({
         'leaked_units': sum(l.units), 'leaking_tasks': count(*),

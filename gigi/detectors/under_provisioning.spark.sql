@@ -44,7 +44,7 @@ WITH bound AS (
     ) AS hw ON hw.resource = o.resource AND hw.window_index = o.window_index
     GROUP BY o.resource
 ), waiters AS (
-    SELECT resource, list(task ORDER BY ns DESC, task)[:100] AS victim_tasks,
+    SELECT resource, min_by(task, {'ns': -ns, 'task': task}, 100) AS victim_tasks,
            count(*) AS n
     FROM (SELECT resource, task, sum(dur) AS ns FROM waits GROUP BY ALL)
     GROUP BY resource
