@@ -968,17 +968,51 @@ def _named_sql(name: str) -> str:
     return named_queries()[name].text.rstrip().rstrip(";")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, a CI runner, ``kill``), raised in the main thread as Ctrl-C is, so
+    that a command cleans up as it does for Ctrl-C: a diagnosis at scale removes its scratch
+    files (gigabytes in DuckDB's temp directory), a recording writes what it has."""
+
+
+_signals: list[int] = []  # the SIGTERM received (typer turns any interrupt into exit 130)
+
+
+def _terminate(signum, frame) -> None:
+    _signals.append(signum)
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; library errors become one line on stderr and exit status 2."""
+    """Run the CLI; library errors become one line on stderr and exit status 2; Ctrl-C exits
+    with 130 and SIGTERM with 143, each after cleaning up."""
+    import signal
+    import threading
+
+    restore = None
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
+        restore = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    finally:
+        if restore is not None:
+            signal.signal(signal.SIGTERM, restore)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         app(args=argv, prog_name="gigi-query")
     except SystemExit as e:  # typer's own exits: --help, usage errors (already reported)
+        if _signals:  # typer turns an interrupt into exit 130
+            return 143
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except GigiError as e:
         print(f"gigi-query: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 130
+        return 143 if _signals else 130
     except BrokenPipeError:
         return 0
     except OSError as e:

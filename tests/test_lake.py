@@ -231,6 +231,59 @@ def test_a_copy_of_holds_that_fails_leaves_the_lakes_view(recorded, tmp_path, mo
     _assert_holds_are_the_lakes(con, _copies())
 
 
+@pytest.mark.slow
+def test_a_diagnosis_at_scale_stopped_by_sigterm_leaves_no_scratch_files(recorded, tmp_path):
+    """SIGTERM in the middle of a diagnosis at scale (a CI runner's timeout, ``kill``): exit
+    143, no traceback, and the scratch files it wrote in DuckDB's temp directory (copies of
+    holds, the metrics' files, stretches) are gone, as after Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    store, lake, ids = recorded
+    marker, tmp = tmp_path / "swept", tmp_path / "tmp"
+    tmp.mkdir()
+    code = f"""
+import sys, time
+from pathlib import Path
+from gigi.lake import _duckdb_metrics as m
+from gigi.cli import main
+m.AT_SCALE = 1  # this small trace takes the path of a large one
+sweep = m._by_stretch
+def stalled(*args):
+    sweep(*args)
+    Path({str(marker)!r}).touch()
+    time.sleep(120)
+m._by_stretch = stalled
+sys.exit(main(["diagnose", "--lake", {str(lake)!r}, "--trace", {ids["mdev-34989"]!r}]))
+"""
+    p = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**os.environ, "TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 180
+    while not marker.exists():
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() < deadline, "the diagnosis never reached its first sweep"
+        time.sleep(0.05)
+    spill = tmp / f"gigi-duckdb-{os.getuid()}"
+
+    def scratch() -> set[str]:
+        return {q.name.split("-")[0] for q in spill.iterdir()} & {*SCRATCH, "metrics"}
+
+    assert scratch() >= {"holds", "metrics"}
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    assert "Traceback" not in err, err
+    assert scratch() == set()
+
+
 def test_a_trace_with_no_waits_takes_the_stretched_path_too(trace_dir, store, monkeypatch):
     """Views with no rows write no files for the per-task parts: the stretched path still
     gives the in-memory path's figures."""
