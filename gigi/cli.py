@@ -989,6 +989,7 @@ def main(argv: list[str] | None = None) -> int:
     import threading
 
     restore = None
+    _signals.clear()  # (a caller may run several commands in one process)
     if (
         threading.current_thread() is threading.main_thread()
         and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
