@@ -200,7 +200,6 @@ class Model:
         self.previous: Poll | None = None
         self.rows_read: int | None = None  # ns, when row locks were last read
         self._next_task = 1
-        self._unnamed_seen = 0
         self.polls = 0
 
     # --- helpers ------------------------------------------------------------------------
@@ -370,10 +369,9 @@ class Model:
         ticket = row["OBJECT_INSTANCE_BEGIN"]
         tid = self.unnamed.get(ticket)
         if tid is None:
-            self._unnamed_seen += 1
-            tid = self.unnamed[ticket] = -self._unnamed_seen
             name = "a server thread without performance_schema instrumentation"
             task = self._new_task(name, "background", None, now)
+            tid = self.unnamed[ticket] = -task.task  # unique, as its task is
             self.threads[tid] = Thread(tid, 0, task)
         self.threads[tid].last_seen = now
         return {**row, "OWNER_THREAD_ID": tid}
