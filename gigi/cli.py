@@ -528,25 +528,54 @@ def diagnose(
     since: SinceOpt = None,
     until: UntilOpt = None,
     resource: ResourceOpt = None,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            help="Print every detector's verdict on RESOURCE, with its figures, instead of "
+            "the findings.",
+            metavar="RESOURCE",
+        ),
+    ] = None,
+    fail_on_findings: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-findings",
+            help="Exit with status 3 when there is a finding or an unexplained wait (for CI).",
+        ),
+    ] = False,
 ) -> None:
     """Name the resource, the failure mode, the task to blame and the code: root causes first.
+
+    A resource whose waits behind other tasks are significant (detector parameter min_wait)
+    and that no detector accuses is listed as an unexplained wait; with no finding, the
+    report names the most waited-for resources and why no detector fired.
 
     With --lake, only the trace, days and row groups asked for are read (--trace, --since,
     --until, --resource go down into the Parquet scans of either engine)."""
     import json
 
-    from gigi.diagnosis._render import render
+    from gigi.diagnosis._render import render, render_explain
 
     if format not in ("text", "json"):
         raise GigiError(f"unknown format {format!r}, expected text or json")
+    if not 0 <= threshold <= 1:
+        raise GigiError(f"--threshold {threshold:g}: a score threshold is between 0 and 1")
     d = _diagnosis(
         "diagnose", locals(), param, sites=sites, detectors=detectors, threshold=threshold
     )
-    text = json.dumps(d.to_json(), indent=2) if format == "json" else render(d)
+    if explain is not None:
+        from gigi.diagnosis import explain as explain_resource
+
+        doc = explain_resource(d, explain)
+        text = json.dumps(doc, indent=2) if format == "json" else render_explain(doc)
+    else:
+        text = json.dumps(d.to_json(), indent=2) if format == "json" else render(d)
     if output is not None:
         output.write_text(text + "\n")
     else:
         typer.echo(text)
+    if fail_on_findings and (d.findings or d.unexplained):
+        raise typer.Exit(3)
 
 
 @app.command(

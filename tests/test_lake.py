@@ -383,21 +383,6 @@ def test_resource_goes_into_the_scan(recorded):
     assert d.events == con.sql("SELECT count(*) FROM events").fetchall()[0][0] > 0
 
 
-def test_the_spark_form_of_under_provisioning_agrees_on_duckdb(recorded):
-    store, _, ids = recorded
-    con = connect(store, trace=ids["pg-wal-buffers"])
-    compute(con)
-    from gigi.detectors import load
-
-    (det,) = [d for d in load() if d.name == "under_provisioning"]
-    for p in det.params.values():
-        con.execute(f"SET VARIABLE {p.name} = {p.default!r}")
-    spark_form = det.path.with_name("under_provisioning.spark.sql").read_text()
-    want = con.sql(det.sql).fetchall()
-    assert want and want[0][0] == "pg.wal_buffers"
-    assert con.sql(spark_form).fetchall() == want
-
-
 def _documented(con, name: str, sql: str) -> None:
     from gigi.lake._scope import SQL_DIR
     from gigi.queries._docs import parse

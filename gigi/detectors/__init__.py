@@ -9,7 +9,10 @@ A detector's header says what it is::
 
 and its query returns one row per finding with the columns ``resource``, ``score`` (0-1),
 ``culprit_tasks`` and ``victim_tasks`` (lists of task ids, most responsible first),
-``evidence`` (a JSON object as text) and ``summary`` (one sentence). It reads only the
+``evidence`` (a JSON object as text) and ``summary`` (one sentence). It may also return
+``why_not`` (text): a row where it is set is not a finding but the detector's verdict on a
+resource it looked at and did not accuse, saying what fell short (``diagnose --explain`` and
+the no-findings report show them). It reads only the
 documented views (``events``, ``holds``, ``waits``, ...) and ``metrics_*`` tables; parameters
 are DuckDB variables: ``getvariable('contention_min_wait')``.
 """
@@ -35,6 +38,14 @@ FAILURE_MODES = (
 # A detector's form for Spark, beside it, where its own does not transpile (gigi.lake).
 SPARK_SUFFIX = ".spark.sql"
 COLUMNS = ("resource", "score", "culprit_tasks", "victim_tasks", "evidence", "summary")
+# Columns a detector may add: why_not, set on a row that is a verdict rather than a finding.
+OPTIONAL_COLUMNS = ("why_not",)
+
+
+def selected(columns: list[str]) -> list[str]:
+    """The columns to read of a detector's result: ``COLUMNS`` and the optional ones it has."""
+    return [*COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in columns)]
+
 
 _KEY = re.compile(r"^--\s*(detector|failure_mode|meaning):\s*(.*?)\s*$")
 _MORE = re.compile(r"^--\s{2,}(\S.*?)\s*$")

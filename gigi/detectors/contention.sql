@@ -1,56 +1,108 @@
 -- detector: contention
 -- failure_mode: contention
--- meaning: a large share of the time tasks waited for this resource was spent behind other
---   tasks that held or used it, and a few of those tasks account for most of it.
--- param contention_min_wait: blamed wait as a share of the trace's length before it counts (default 0.1)
--- param contention_dominance: share of the blame the top culprits must carry (default 0.5)
+-- meaning: tasks spent a significant time waiting for this resource while other tasks held
+--   or used it. Either some holders stand out (a long holder among short ones: they are named
+--   first, with their share of the blame), or the resource admits one holder at a time and
+--   the blame is spread over many short holders (a hot spot: a hot row, a hot lock), whose
+--   tasks are named as groups. A pool whose blame is spread evenly is under-provisioning's.
+-- param min_wait: wait blamed on other tasks, as a share of the trace's length, before a resource's waits are significant (default 0.1)
+-- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
+-- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
 WITH blame AS (
     SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL
-), top AS (
-    -- the five most blamed of each resource (a heap of five, not a sort of every culprit)
-    SELECT resource, sum(ns) AS total, min_by(culprit, {'ns': -ns, 'task': culprit}, 5) AS five
-    FROM blame GROUP BY resource
+), spread AS (
+    SELECT resource, sum(ns) AS total, count(*) AS culprits FROM blame GROUP BY resource
 ), ranked AS (
-    SELECT b.resource, b.culprit, b.ns, b.ns / t.total AS share,
+    -- the ten most blamed of each resource, each with the mean blame of those below it
+    SELECT b.resource, b.culprit, b.ns, b.ns / s.total AS share, s.culprits,
+           (s.total - sum(b.ns) OVER (PARTITION BY b.resource ORDER BY b.ns DESC, b.culprit))
+               / greatest(s.culprits - row_number() OVER (PARTITION BY b.resource
+                                                          ORDER BY b.ns DESC, b.culprit), 1)
+               AS mean_below,
            row_number() OVER (PARTITION BY b.resource ORDER BY b.ns DESC, b.culprit) AS place
-    FROM blame AS b JOIN top AS t ON t.resource = b.resource
-    WHERE list_contains(t.five, b.culprit)
-), culprits AS (
-    -- the fewest culprits that carry the dominant share (at most 5)
-    SELECT resource, list(culprit ORDER BY place) AS culprit_tasks, sum(share) AS top_share
-    FROM (SELECT *, sum(share) OVER (PARTITION BY resource ORDER BY place) - share AS before
-          FROM ranked)
-    WHERE place <= 5 AND before < getvariable('contention_dominance')
-    GROUP BY resource
+    FROM blame AS b JOIN spread AS s USING (resource)
+    WHERE b.ns > 0
+), flagged AS (
+    -- a standout carries a large share by itself, far above the holders below it
+    SELECT *, place <= 10 AND share >= getvariable('contention_standout_share')
+              AND (ns >= getvariable('contention_standout_ratio') * mean_below OR culprits = 1)
+              AS standout
+    FROM ranked
+), top AS (
+    -- the standouts, then the most blamed of the rest: five in all, or every standout
+    SELECT resource,
+           list(culprit ORDER BY standout DESC, place)
+               FILTER (WHERE standout OR place <= 5) AS tasks,
+           max(share) AS top_share, any_value(culprits) AS culprits,
+           count(*) FILTER (WHERE standout) AS standouts,
+           coalesce(sum(share) FILTER (WHERE standout), 0) AS standout_share
+    FROM flagged GROUP BY resource
 ), victims AS (
     -- tasks slowed, most first; a culprit is not its own victim (min_by with a count keeps
     -- the first 100 by its key, a heap a resource, where a sorted list would hold them all)
     SELECT b.resource, min_by(b.victim, {'ns': -b.ns, 'task': b.victim}, 100) AS victim_tasks
     FROM (SELECT resource, victim, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL) AS b
-    JOIN culprits AS c USING (resource)
-    WHERE NOT list_contains(c.culprit_tasks, b.victim)
+    LEFT JOIN top AS t USING (resource)
+    WHERE NOT coalesce(list_contains(t.tasks, b.victim), false)
     GROUP BY b.resource
+), judged AS (
+    SELECT m.*, coalesce(n.name, printf('task %d', t.tasks[1])) AS first_name,
+           coalesce(h.hold_ns, 0) / m.trace_ns AS first_held, t.tasks AS top_tasks, t.top_share, t.culprits,
+           coalesce(t.standouts, 0) AS standouts, coalesce(t.standout_share, 0) AS standout_share,
+           -- one holder at a time: declared exclusive, a capacity of one, or never seen
+           -- held by two when nothing was declared
+           coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
+               OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1) AS one_at_a_time,
+           v.victim_tasks,
+           m.blamed_ns / m.trace_ns AS blamed_per_trace
+    FROM metrics_resources AS m
+    LEFT JOIN top AS t USING (resource)
+    LEFT JOIN victims AS v USING (resource)
+    -- the first standout's name and how long it held the resource
+    LEFT JOIN tasks AS n ON t.standouts > 0 AND n.task = t.tasks[1]
+    LEFT JOIN metrics_tasks AS h ON t.standouts > 0 AND h.resource = m.resource
+        AND h.task = t.tasks[1]
+    WHERE m.waits > 0
 )
 SELECT
-    m.resource,
-    -- pressure: blamed wait against the trace length, saturating; weighted by dominance
-    least(1.0, m.blamed_ns / (m.trace_ns * getvariable('contention_min_wait') * 5.0))
-        * least(1.0, c.top_share / getvariable('contention_dominance'))
-        * (m.blamed_ns / greatest(m.wait_ns, 1)) ^ 0.5 AS score,
-    c.culprit_tasks,
-    v.victim_tasks,
+    resource,
+    -- 0.5 where the blamed wait reaches min_wait, 1 at five times it
+    least(1.0, 0.5 + 0.125 * (blamed_per_trace / getvariable('min_wait') - 1.0)) AS score,
+    coalesce(top_tasks, []::BIGINT[]) AS culprit_tasks,
+    coalesce(victim_tasks, []::BIGINT[]) AS victim_tasks,
     to_json({
-        'wait_ns': m.wait_ns, 'blamed_wait_ns': m.blamed_ns,
-        'unattributed_wait_ns': m.unattributed_ns, 'victims': m.victims,
-        'top_culprits_share': round(c.top_share, 3),
-        'blamed_wait_per_trace_time': round(m.blamed_ns / m.trace_ns, 3),
-        'peak_outstanding': m.peak, 'capacity': m.capacity
+        'wait_ns': wait_ns, 'blamed_wait_ns': blamed_ns,
+        'unattributed_wait_ns': unattributed_ns, 'victims': victims,
+        'blamed_wait_per_trace_time': round(blamed_per_trace, 3),
+        'culprits': coalesce(culprits, 0),
+        'top_culprit_share': round(coalesce(top_share, 0), 3),
+        'standouts': standouts,
+        'standout_share': round(standout_share, 3),
+        'one_at_a_time': one_at_a_time,
+        'peak_outstanding': peak, 'capacity': capacity
     })::VARCHAR AS evidence,
-    printf('%d tasks waited %.1f s for %s behind %d task(s) that held it, which carry %.0f%% of the blame',
-           m.victims, m.blamed_ns / 1e9, m.resource, array_length(c.culprit_tasks), 100 * c.top_share)
-        AS summary
-FROM metrics_resources AS m
-JOIN culprits AS c USING (resource)
-JOIN victims AS v USING (resource)
-WHERE m.blamed_ns >= m.trace_ns * getvariable('contention_min_wait')
-    AND c.top_share >= getvariable('contention_dominance');
+    CASE WHEN standouts > 0 THEN
+        printf('%s%s held %s for %.0f%% of the run and carr%s %.0f%% of the blame%s: %d tasks waited %.1f s for it',
+               first_name,
+               CASE WHEN standouts > 1 THEN printf(' and %d other standout(s)', standouts - 1)
+                    ELSE '' END,
+               resource, 100 * first_held, CASE WHEN standouts > 1 THEN 'y' ELSE 'ies' END,
+               100 * standout_share,
+               CASE WHEN culprits > standouts
+                    THEN printf('; the rest is spread over %d other tasks', culprits - standouts)
+                    ELSE '' END,
+               victims, blamed_ns / 1e9)
+    ELSE
+        printf('%d tasks waited %.1f s for %s, a hot spot that admits one holder at a time: the blame is spread over %d holders, none carrying more than %.0f%%',
+               victims, blamed_ns / 1e9, resource, culprits, 100 * top_share)
+    END AS summary,
+    CASE
+        WHEN blamed_per_trace < getvariable('min_wait') THEN
+            printf('wait blamed on other holders is %.3f of the trace''s length; significant from %.3f (min_wait)',
+                   blamed_per_trace, getvariable('min_wait'))
+        WHEN standouts = 0 AND NOT one_at_a_time THEN
+            printf('no holder stands out (the most blamed carries %.0f%%; a standout needs %.0f%% and %gx the mean of those below it) and %s admits more than one holder: spread blame on a pool is under-provisioning''s',
+                   100 * coalesce(top_share, 0), 100 * getvariable('contention_standout_share'),
+                   getvariable('contention_standout_ratio'), resource)
+    END AS why_not
+FROM judged;

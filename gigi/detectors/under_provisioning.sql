@@ -1,40 +1,64 @@
 -- detector: under_provisioning
 -- failure_mode: under_provisioning
--- meaning: tasks waited for the resource while it was full, and the waits are spread over
---   many tasks with no task to blame for most of them: the resource is too small for the load.
--- param underprov_min_wait: wait as a share of the trace's length before it counts (default 0.05)
+-- meaning: tasks waited for the resource while it was full, and once the holders that stand
+--   out (contention's culprits) are set aside, the wait left is still significant and spread
+--   over many holders: the resource is too small for the load. A resource can be both
+--   contended and too small; the diagnosis then lists both, contention first.
+-- param min_wait: wait blamed on other tasks, as a share of the trace's length, before a resource's waits are significant (default 0.1)
 -- param underprov_full_share: share of the trace the resource must spend near capacity (default 0.3)
+-- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
+-- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
 -- A resource declared without a capacity (a scan cannot know a pool's size) is taken to hold
 -- at most the most it was seen to hold: a pool that sat at that level while tasks waited
--- behaved as full. Logs, which have no such bound, need a declared capacity.
--- param underprov_max_dominance: the top culprit's share of the blame must stay below this (default 0.3)
+-- behaved as full. Logs, which have no such bound, need a declared capacity; a resource that
+-- admits one holder at a time cannot be made larger (its spread blame is a hot spot).
 WITH bound AS (
     SELECT resource, coalesce(capacity, peak) AS capacity, capacity IS NULL AS inferred
     FROM metrics_resources
-    WHERE coalesce(capacity, peak) > 0 AND (capacity IS NOT NULL OR sharing IS DISTINCT FROM 'log')
-), top AS (
-    SELECT resource, max(ns) / sum(ns) AS top_share
-    FROM (SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL)
+    WHERE waits > 0
+), blame AS (
+    SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL
+), ranked AS (
+    SELECT b.resource, b.ns, b.ns / s.total AS share, s.culprits,
+           (s.total - sum(b.ns) OVER (PARTITION BY b.resource ORDER BY b.ns DESC, b.culprit))
+               / greatest(s.culprits - row_number() OVER (PARTITION BY b.resource
+                                                          ORDER BY b.ns DESC, b.culprit), 1)
+               AS mean_below,
+           row_number() OVER (PARTITION BY b.resource ORDER BY b.ns DESC, b.culprit) AS place
+    FROM blame AS b
+    JOIN (SELECT resource, sum(ns) AS total, count(*) AS culprits FROM blame GROUP BY resource)
+        AS s USING (resource)
+    WHERE b.ns > 0
+), standouts AS (
+    -- the blame carried by holders that stand out, as contention.sql picks them
+    SELECT resource, sum(ns) AS ns
+    FROM ranked
+    WHERE place <= 10 AND share >= getvariable('contention_standout_share')
+        AND (ns >= getvariable('contention_standout_ratio') * mean_below OR culprits = 1)
     GROUP BY resource
+), held AS (
+    -- each hold's end at its task's end when it outlived the task (HELD_UNTIL's rule)
+    SELECT h.resource, h.acquire_ts, h.amount,
+           least(h.acquire_ts + h.hold_ns, coalesce(t."end", h.acquire_ts + h.hold_ns))
+               AS held_until
+    FROM holds AS h LEFT JOIN tasks AS t ON t.task = h.task
+    WHERE h.task IS NOT NULL
 ), full_share AS (
     -- Share of the window ends at which the resource was (near) full, counted two ways: by
     -- the running sum of its events, and by the holds open then (each ended at its task's
     -- end); the second stays right when events were lost and the sum drifts.
     SELECT o.resource,
            greatest(
-               avg(CASE WHEN o.outstanding >= 0.9 * m.capacity THEN 1.0 ELSE 0.0 END),
-               avg(CASE WHEN coalesce(hw.units, 0) >= 0.75 * m.capacity THEN 1.0 ELSE 0.0 END))
+               avg(CASE WHEN o.outstanding >= 0.9 * b.capacity THEN 1.0 ELSE 0.0 END),
+               avg(CASE WHEN coalesce(hw.units, 0) >= 0.75 * b.capacity THEN 1.0 ELSE 0.0 END))
                AS share
     FROM metrics_outstanding AS o
-    JOIN bound AS m USING (resource)
+    JOIN bound AS b USING (resource)
     LEFT JOIN (
         SELECT o2.resource, o2.window_index, sum(h.amount) AS units
         FROM metrics_outstanding AS o2
-        JOIN holds AS h ON h.resource = o2.resource AND h.task IS NOT NULL
-            AND h.acquire_ts <= o2.window_end
-            AND least(h.acquire_ts + h.hold_ns,
-                      coalesce((SELECT t."end" FROM tasks AS t WHERE t.task = h.task),
-                               h.acquire_ts + h.hold_ns)) > o2.window_end
+        JOIN held AS h ON h.resource = o2.resource AND h.acquire_ts <= o2.window_end
+            AND h.held_until > o2.window_end
         GROUP BY ALL
     ) AS hw ON hw.resource = o.resource AND hw.window_index = o.window_index
     GROUP BY o.resource
@@ -43,30 +67,50 @@ WITH bound AS (
            count(*) AS n
     FROM (SELECT resource, task, sum(dur) AS ns FROM waits GROUP BY ALL)
     GROUP BY resource
+), judged AS (
+    SELECT m.*, b.capacity AS bound, b.inferred, coalesce(f.share, 0) AS near_full,
+           w.victim_tasks, coalesce(w.n, 0) AS waiting,
+           (m.blamed_ns - coalesce(s.ns, 0)) / m.trace_ns AS rest_per_trace,
+           coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
+               OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1) AS one_at_a_time
+    FROM metrics_resources AS m
+    JOIN bound AS b USING (resource)
+    LEFT JOIN full_share AS f USING (resource)
+    LEFT JOIN waiters AS w USING (resource)
+    LEFT JOIN standouts AS s USING (resource)
 )
 SELECT
-    m.resource,
-    least(1.0, m.wait_ns / (m.trace_ns * getvariable('underprov_min_wait') * 4.0))
-        * least(1.0, f.share / getvariable('underprov_full_share'))
-        * least(1.0, w.n / 3.0) AS score,
+    resource,
+    -- 0.5 where the wait left reaches min_wait, 1 at five times it; less when the resource
+    -- was near capacity only a little longer than the least that counts
+    least(1.0, 0.5 + 0.125 * (rest_per_trace / getvariable('min_wait') - 1.0))
+        * least(1.0, 0.75 + 0.25 * near_full / greatest(getvariable('underprov_full_share'), 1e-9))
+        AS score,
     []::BIGINT[] AS culprit_tasks,
-    w.victim_tasks,
+    coalesce(victim_tasks, []::BIGINT[]) AS victim_tasks,
     to_json({
-        'wait_ns': m.wait_ns, 'waiting_tasks': w.n, 'capacity': b.capacity,
-        'capacity_inferred': b.inferred,
-        'peak_outstanding': m.peak, 'share_of_time_near_capacity': round(f.share, 3),
-        'top_culprit_share': round(coalesce(t.top_share, 0), 3),
-        'utilization': m.utilization
+        'wait_ns': wait_ns, 'blamed_wait_ns': blamed_ns, 'waiting_tasks': waiting,
+        'capacity': bound, 'capacity_inferred': inferred, 'peak_outstanding': peak,
+        'share_of_time_near_capacity': round(near_full, 3),
+        'wait_not_on_standouts_per_trace_time': round(rest_per_trace, 3),
+        'utilization': utilization
     })::VARCHAR AS evidence,
-    printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, with no task to blame: it is too small for the load',
-           w.n, m.wait_ns / 1e9, m.resource, b.capacity,
-           CASE WHEN b.inferred THEN ' (the most it held; none was declared)' ELSE '' END,
-           100 * f.share) AS summary
-FROM metrics_resources AS m
-JOIN bound AS b USING (resource)
-JOIN full_share AS f USING (resource)
-JOIN waiters AS w USING (resource)
-LEFT JOIN top AS t USING (resource)
-WHERE m.wait_ns >= m.trace_ns * getvariable('underprov_min_wait')
-    AND f.share >= getvariable('underprov_full_share')
-    AND coalesce(t.top_share, 0) < getvariable('underprov_max_dominance');
+    printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, and %.1f s of it is spread over holders none of whom stands out: it is too small for the load',
+           waiting, wait_ns / 1e9, resource, bound,
+           CASE WHEN inferred THEN ' (the most it held; none was declared)' ELSE '' END,
+           100 * near_full, rest_per_trace * trace_ns / 1e9) AS summary,
+    CASE
+        WHEN one_at_a_time THEN
+            printf('%s admits one holder at a time: it cannot be made larger (spread blame on it is a hot spot, contention''s)',
+                   resource)
+        WHEN sharing = 'log' AND inferred THEN
+            'a log with no declared capacity: nothing bounds it, so it cannot be full'
+        WHEN bound <= 0 THEN 'nothing was ever held, so it was never full'
+        WHEN rest_per_trace < getvariable('min_wait') THEN
+            printf('wait blamed on holders other than the standouts is %.3f of the trace''s length; significant from %.3f (min_wait)',
+                   greatest(rest_per_trace, 0), getvariable('min_wait'))
+        WHEN near_full < getvariable('underprov_full_share') THEN
+            printf('near its capacity of %d for %.0f%% of the trace; too small needs %.0f%% (underprov_full_share)',
+                   bound, 100 * near_full, 100 * getvariable('underprov_full_share'))
+    END AS why_not
+FROM judged;

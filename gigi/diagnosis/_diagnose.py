@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from gigi.detectors import COLUMNS, Detector, load
+from gigi.detectors import COLUMNS, Detector, load, selected
 from gigi.diagnosis._executing import executing, has_samples
 from gigi.diagnosis._stages import Stages
 from gigi.errors import DetectorError, IngestError, did_you_mean
@@ -21,6 +21,8 @@ from gigi.schema import KIND_NAMES, SITES, normalize_batch
 _ROOT_MODES = {"unbounded_growth", "leak", "inefficient_policy"}
 # When several detectors fire on one resource, the most specific explanation stands: a leak
 # explains the growth and the waits it causes; a lock kept unused explains the contention.
+# Modes whose culprits are the holders blamed for others' waits: their groups weigh blame.
+_BLAMED = {"contention", "under_provisioning"}
 _SPECIFICITY = (
     "leak",
     "inefficient_policy",
@@ -48,6 +50,12 @@ class Finding:
     # What the culprits were executing, from perf samples (gigi/diagnosis/_executing.py); None
     # when the trace has no samples. An extra field of the JSON finding, which the spec allows.
     executing: dict | None = None
+    # Blame summed over tasks of one normalized name or one lineage (gigi/diagnosis/_groups.py),
+    # an extra field of the JSON finding.
+    culprit_groups: list[dict] = field(default_factory=list)
+    # Another finding on the same resource that this one is listed right after (a resource
+    # both contended and too small): ranked together, not a cause.
+    beside: Finding | None = field(default=None, repr=False)
 
     def to_json(self) -> dict:
         extra = {} if self.executing is None else {"executing": self.executing}
@@ -62,7 +70,58 @@ class Finding:
             "sites": self.sites,
             "evidence": self.evidence,
             "summary": self.summary,
+            "culprit_groups": self.culprit_groups,
             **extra,
+        }
+
+
+@dataclass
+class Verdict:
+    """A detector's word on a resource it looked at and did not accuse: what it saw, and what
+    fell short (its own ``why_not``, or a score under the report's threshold)."""
+
+    detector: str
+    failure_mode: str
+    resource: str
+    score: float | None
+    evidence: dict
+    why_not: str
+
+    def to_json(self) -> dict:
+        return {
+            "detector": self.detector,
+            "failure_mode": self.failure_mode,
+            "resource": self.resource,
+            "score": None if self.score is None else round(self.score, 4),
+            "why_not": self.why_not,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass
+class Unexplained:
+    """A resource whose waits behind other tasks were significant and that no detector
+    accused: what is known of it and every detector's verdict."""
+
+    resource: str
+    wait_ns: int
+    blamed_wait_ns: int
+    waiting_tasks: int
+    culprit_tasks: list[int]
+    culprit_groups: list[dict]
+    verdicts: list[Verdict]
+    summary: str
+
+    def to_json(self) -> dict:
+        return {
+            "resource": self.resource,
+            "wait_ns": self.wait_ns,
+            "blamed_wait_ns": self.blamed_wait_ns,
+            "waiting_tasks": self.waiting_tasks,
+            "culprit_tasks": self.culprit_tasks,
+            "culprit_groups": self.culprit_groups,
+            "summary": self.summary,
+            "verdicts": [v.to_json() for v in self.verdicts],
         }
 
 
@@ -77,6 +136,14 @@ class Diagnosis:
     stages: Stages = field(repr=False, default_factory=Stages)
     # the trace's manifest: the store entry's, or the lake's for a diagnosis read in a lake
     manifest: object = field(repr=False, default=None)
+    # resources with significant waits that no detector accused (an extra JSON field)
+    unexplained: list[Unexplained] = field(default_factory=list)
+    # every detector's verdict on the resources it did not accuse
+    verdicts: list[Verdict] = field(default_factory=list, repr=False)
+    # every resource with its wait figures, most waited for first (``gigi.diagnosis._explain``)
+    waited: list[dict] = field(default_factory=list, repr=False)
+    # (name, failure mode) of each detector run
+    detectors: list[tuple[str, str]] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
         return {
@@ -85,6 +152,7 @@ class Diagnosis:
             "events": self.events,
             "dropped": self.dropped,
             "findings": [f.to_json() for f in self.findings],
+            "unexplained": [u.to_json() for u in self.unexplained],
         }
 
 
@@ -123,7 +191,7 @@ class DuckDBEngine:
             raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
         check_columns(det, rel.columns)
         try:
-            return rel.select(*COLUMNS).fetchall()
+            return rel.select(*selected(rel.columns)).fetchall()
         except duckdb.Error as e:
             raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
 
@@ -147,12 +215,14 @@ def check_columns(det: Detector, columns: list[str]) -> None:
         )
 
 
-def findings_of(det: Detector, rows: list[tuple]) -> list[Finding]:
-    """A detector's rows (in ``COLUMNS`` order) as findings."""
-    out = []
+def findings_of(det: Detector, rows: list[tuple]) -> tuple[list[Finding], list[Verdict]]:
+    """A detector's rows (in ``COLUMNS`` order, then ``why_not`` if it has it) as findings, and
+    as verdicts where ``why_not`` is set."""
+    out, verdicts = [], []
     for row in rows:
-        resource, score, culprits, victims, evidence, summary = row
-        if score is None:
+        resource, score, culprits, victims, evidence, summary = row[:6]
+        why_not = row[6] if len(row) > 6 else None
+        if score is None and why_not is None:
             continue
         try:
             evidence = json.loads(evidence) if isinstance(evidence, str) else dict(evidence or {})
@@ -160,11 +230,17 @@ def findings_of(det: Detector, rows: list[tuple]) -> list[Finding]:
             raise DetectorError(
                 f"{det.path}: evidence is not a JSON object: {evidence!r}"
             ) from None
+        score = None if score is None else max(0.0, min(1.0, float(score)))
+        if why_not is not None:
+            verdicts.append(
+                Verdict(det.name, det.failure_mode, resource, score, evidence, str(why_not))
+            )
+            continue
         out.append(
             Finding(
                 det.failure_mode,
                 resource,
-                max(0.0, min(1.0, float(score))),
+                score,
                 [int(t) for t in culprits or []],
                 [int(t) for t in victims or []],
                 evidence,
@@ -172,7 +248,7 @@ def findings_of(det: Detector, rows: list[tuple]) -> list[Finding]:
                 det.name,
             )
         )
-    return out
+    return out, verdicts
 
 
 def _sql_list(values) -> str:
@@ -183,8 +259,15 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# Pairs of modes that both stand on one resource, the first listed before the second: a
+# resource can have a holder to blame and be too small besides.
+_BESIDE = {("contention", "under_provisioning")}
+
+
 def _dedupe(findings: list[Finding]) -> list[Finding]:
-    """One finding per resource: the most specific; the others are named in its evidence."""
+    """One finding per resource, the most specific, the others named in its evidence; except
+    that a finding whose mode stands beside the kept one's (``_BESIDE``) is kept too, listed
+    right after it."""
     by_resource: dict[str, list[Finding]] = {}
     for f in findings:
         by_resource.setdefault(f.resource, []).append(f)
@@ -198,12 +281,17 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
                 -f.score,
             )
         )
-        best = group[0]
-        if len(group) > 1:
+        best, rest = group[0], group[1:]
+        beside = [g for g in rest if (best.failure_mode, g.failure_mode) in _BESIDE][:1]
+        rest = [g for g in rest if g not in beside]
+        if rest:
             best.evidence["also_found"] = [
-                {"failure_mode": g.failure_mode, "score": round(g.score, 3)} for g in group[1:]
+                {"failure_mode": g.failure_mode, "score": round(g.score, 3)} for g in rest
             ]
         kept.append(best)
+        for g in beside:
+            g.beside = best
+            kept.append(g)
     return kept
 
 
@@ -211,7 +299,7 @@ def _link(engine, findings: list[Finding]) -> None:
     """Set each finding's cause: a root finding on another resource that its top culprit
     acquires or releases (purge releasing undo records while it floods the buffer pool)."""
     for f in findings:
-        if not f.culprit_tasks or f.failure_mode in _ROOT_MODES:
+        if not f.culprit_tasks or f.failure_mode in _ROOT_MODES or f.beside is not None:
             continue
         top = f.culprit_tasks[0]
         touched = {
@@ -235,17 +323,23 @@ def _link(engine, findings: list[Finding]) -> None:
 def _rank(findings: list[Finding]) -> list[Finding]:
     """Roots by score, each followed by what it causes; ranks numbered from 1."""
     children: dict[int, list[Finding]] = {}
+    beside: dict[int, list[Finding]] = {}
     for f in findings:
         if f.cause is not None:
             children.setdefault(id(f.cause), []).append(f)
+        if f.beside is not None:
+            beside.setdefault(id(f.beside), []).append(f)
     ordered: list[Finding] = []
 
     def visit(f: Finding) -> None:
         ordered.append(f)
+        ordered.extend(beside.get(id(f), []))
         for child in sorted(children.get(id(f), []), key=lambda g: -g.score):
             visit(child)
 
-    for root in sorted((f for f in findings if f.cause is None), key=lambda g: -g.score):
+    for root in sorted(
+        (f for f in findings if f.cause is None and f.beside is None), key=lambda g: -g.score
+    ):
         visit(root)
     for rank, f in enumerate(ordered, 1):
         f.rank = rank
@@ -388,14 +482,33 @@ def run(
 
 
 def _run(engine, dets: list[Detector], threshold: float, sites) -> Diagnosis:
+    from gigi.diagnosis._explain import unexplained, waited
+    from gigi.diagnosis._groups import blame_by_culprit, culprit_groups
+
     stages = Stages()
     engine.compute_metrics(stages)
-    findings = []
+    findings, verdicts = [], []
     for det in dets:
         with stages(f"detector {det.name}"):
-            findings += findings_of(det, engine.detector(det))
+            found, said = findings_of(det, engine.detector(det))
+        verdicts += said
+        for f in found:
+            if f.score >= threshold:
+                findings.append(f)
+            else:
+                verdicts.append(
+                    Verdict(
+                        det.name,
+                        f.failure_mode,
+                        f.resource,
+                        f.score,
+                        f.evidence,
+                        f"score {f.score:.2f} is under the report's threshold {threshold:g}: "
+                        f"{f.summary}",
+                    )
+                )
     with stages("rank, link and sites"):
-        findings = _dedupe([f for f in findings if f.score >= threshold])
+        findings = _dedupe(findings)
         _link(engine, findings)
         ranked = _rank(findings)
         sites_view = "sites"
@@ -403,8 +516,17 @@ def _run(engine, dets: list[Detector], threshold: float, sites) -> Diagnosis:
             sites_view = engine.register_sites(_load_sites(Path(sites)))
         for f in ranked:
             f.sites = _sites(engine, f, sites_view)
+    with stages("culprit groups and what no detector explained"):
+        for f in ranked:
+            weights = blame_by_culprit(engine, f.resource) if f.failure_mode in _BLAMED else {}
+            f.culprit_groups = culprit_groups(engine, weights or dict.fromkeys(f.culprit_tasks, 1))
+        figures = waited(engine)
+        lost = unexplained(engine, figures, ranked, verdicts)
     if engine.has_samples():
         with stages("what the culprits executed (perf samples)"):
             for f in ranked:
                 f.executing = engine.executing(f)
-    return Diagnosis("", 0, 0, ranked, None, None, stages)
+    d = Diagnosis("", 0, 0, ranked, None, None, stages)
+    d.unexplained, d.verdicts, d.waited = lost, verdicts, figures
+    d.detectors = [(det.name, det.failure_mode) for det in dets]
+    return d

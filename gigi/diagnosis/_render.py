@@ -34,6 +34,35 @@ def _tasks(names: dict[int, str], tasks: list[int], most: int) -> str:
     return ", ".join(shown) + more if shown else "none"
 
 
+def _groups(groups: list[dict]) -> list[str]:
+    """The culprit groups, one line per kind (by name, by lineage)."""
+    lines = []
+    for by, label in (("name", "by name"), ("lineage", "by lineage")):
+        shown = [
+            f"{g['name']} x{g['tasks']} ({100 * g['blame_share']:.0f}%)"
+            for g in groups
+            if g["by"] == by
+        ][:3]
+        if shown:
+            lines.append(f"   groups {label}: " + ", ".join(shown))
+    return lines
+
+
+def _quiet(d: Diagnosis) -> list[str]:
+    """The most waited-for resources and why no detector accused them."""
+    from gigi.diagnosis._explain import MOST, why_quiet
+
+    if not d.waited:
+        return ["   no task waited for any resource"]
+    shown = [f for f in d.waited if f["waits"]][:MOST]
+    if not shown:
+        return ["   no task waited for any resource"]
+    lines = ["most waited for, and why no detector fired:"]
+    for figure in shown:
+        lines += ["  " + line for line in why_quiet(figure, d.verdicts)]
+    return lines
+
+
 _BASIS = {"victim_waits": "the victims' waits", "culprit_holds": "the culprits' holds"}
 
 
@@ -58,8 +87,9 @@ def render(d: Diagnosis) -> str:
     lines = [f"trace {d.trace}: {d.events:,} events, {d.dropped:,} dropped"]
     if d.dropped:
         lines.append("  note: the writers lost events; figures undercount")
-    if not d.findings:
-        lines.append("no findings: nothing looks wrong in this trace")
+    if not d.findings and not d.unexplained:
+        lines.append("no findings: no detector accused a resource")
+        lines += _quiet(d)
     for f in d.findings:
         names = task_names(con, f.culprit_tasks[:5] + f.victim_tasks[:5])
         cause = f"  (caused by #{f.caused_by})" if f.caused_by else ""
@@ -68,6 +98,7 @@ def render(d: Diagnosis) -> str:
             f"#{f.rank} {f.failure_mode} on {f.resource}  score {f.score:.2f}{cause}",
             f"   {f.summary}",
             f"   culprits: {_tasks(names, f.culprit_tasks, 3)}",
+            *_groups(f.culprit_groups),
             f"   victims:  {_tasks(names, f.victim_tasks, 3)}",
             "   evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()),
         ]
@@ -77,7 +108,18 @@ def render(d: Diagnosis) -> str:
             )
         if f.executing is not None:
             lines += _executing(f.executing)
-    resources = list(dict.fromkeys(f.resource for f in d.findings))
+    for u in d.unexplained:
+        names = task_names(con, u.culprit_tasks[:5])
+        lines += [
+            "",
+            f"unexplained waits on {u.resource}",
+            f"   {u.summary}",
+            f"   most blamed: {_tasks(names, u.culprit_tasks, 3)}",
+            *_groups(u.culprit_groups),
+        ]
+    resources = list(
+        dict.fromkeys([f.resource for f in d.findings] + [u.resource for u in d.unexplained])
+    )
     if resources:
         start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]
         lines += ["", f"timeline ({(end - start) / 1e9:.2f} s, 50 windows):"]
@@ -103,4 +145,29 @@ def render(d: Diagnosis) -> str:
             lines.append(
                 f"  {'':<{width}}  wait        |{sparkline([waits.get(w, 0) for w in range(50)])}|"
             )
+    return "\n".join(lines)
+
+
+def render_explain(doc: dict) -> str:
+    """``diagnose --explain``: one resource's figures and every detector's verdict."""
+    f = doc["figures"]
+    lines = [
+        f"{doc['resource']}: {f['waits']:,} waits, {f['wait_ns'] / 1e9:.2f} s waited, "
+        f"{f['blamed_ns'] / 1e9:.2f} s behind other tasks "
+        f"({f['blamed_ns'] / max(f['trace_ns'], 1):.3f} x the trace's length; significant "
+        f"from {f['min_wait']:g}), {f['victims']} tasks blocked by others; capacity "
+        f"{'not declared' if f['capacity'] is None else f['capacity']}, peak {f['peak']}, "
+        f"sharing {f['sharing'] or 'not declared'}"
+    ]
+    for u in doc["unexplained"]:
+        lines.append(f"unexplained: {u['summary']}")
+    for v in doc["verdicts"]:
+        head = f"{v['detector']} ({v['failure_mode']}): {v['verdict']}"
+        if v["verdict"] == "finding":
+            lines += ["", f"{head}, rank {v['rank']}, score {v['score']:.2f}", f"   {v['summary']}"]
+        else:
+            score = "" if v.get("score") is None else f", score {v['score']:.2f}"
+            lines += ["", head + score, f"   {v['why_not']}"]
+        if v.get("evidence"):
+            lines.append("   " + ", ".join(f"{k}={x}" for k, x in v["evidence"].items()))
     return "\n".join(lines)

@@ -14,7 +14,7 @@ import sys
 
 import pyarrow as pa
 
-from gigi.detectors import COLUMNS, Detector
+from gigi.detectors import Detector, selected
 from gigi.diagnosis._diagnose import Finding, check_columns
 from gigi.errors import DetectorError, GigiError, QueryError
 from gigi.lake._scope import EVENT_COLUMNS, PAIR_COLUMNS, LakeScope
@@ -179,7 +179,7 @@ class SparkEngine:
         try:
             df = self.spark.sql(to_spark(spark_text(det.path), self.values, str(det.path)))
             check_columns(det, df.columns)
-            rows = df.select(*COLUMNS).collect()
+            rows = df.select(*selected(df.columns)).collect()
         except PySparkException as e:
             raise DetectorError(f"{det.path}: {_first_line(e)}") from None
         except SqlglotError as e:

@@ -181,7 +181,8 @@ def _finding(d: Diagnosis, f: Finding, ctx: dict) -> str:
 {_plot(f.resource, ctx["timelines"].get(f.resource), capacity, marks)}
 {legend}
 <div class="who">
-<div class="culprits"><h3>Culprits</h3>{_tasks(names, f.culprit_tasks, 5, "culprit")}</div>
+<div class="culprits"><h3>Culprits</h3>{_tasks(names, f.culprit_tasks, 5, "culprit")}
+{_groups(f.culprit_groups)}</div>
 <div class="victims"><h3>Victims</h3>{_tasks(names, f.victim_tasks, 5, "victim")}</div>
 </div>
 <h3>Evidence</h3>
@@ -192,12 +193,55 @@ def _finding(d: Diagnosis, f: Finding, ctx: dict) -> str:
 </section>"""
 
 
+def _groups(groups: list[dict]) -> str:
+    """Blame summed by normalized name and by lineage (gigi.diagnosis's culprit groups)."""
+    if not groups:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(g['by'])}</td><td>{_e(g['name'])}</td><td>{g['tasks']:,}</td>"
+        f"<td>{100 * g['blame_share']:.0f}%</td></tr>"
+        for g in groups
+    )
+    return (
+        '<table class="groups"><tr><th>grouped by</th><th>group</th><th>tasks</th>'
+        f"<th>share of the blame</th></tr>{rows}</table>"
+    )
+
+
+def _unexplained(d: Diagnosis, u, ctx: dict) -> str:
+    """A resource with significant waits that no detector accused, and each one's verdict."""
+    capacity = ctx["facts"].get(u.resource, (None,))[0]
+    names = task_names(d.con, u.culprit_tasks[:5])
+    verdicts = "".join(f"<li>{_e(v.detector)}: {_e(v.why_not)}</li>" for v in u.verdicts)
+    return (
+        f'<section class="unexplained" data-resource="{_e(u.resource)}">'
+        f"<h2>Unexplained waits on {_e(u.resource)}</h2>"
+        f'<p class="summary">{_e(u.summary)}</p>'
+        f"{_plot(u.resource, ctx['timelines'].get(u.resource), capacity, [])}"
+        f"<h3>Most blamed</h3>{_tasks(names, u.culprit_tasks, 5, 'culprit')}"
+        f"{_groups(u.culprit_groups)}<h3>Why no detector fired</h3><ul>{verdicts}</ul>"
+        "</section>"
+    )
+
+
+def _quiet(d: Diagnosis, resource: str) -> str:
+    """Under a quiet resource's plot: its figures and why no detector accused it."""
+    from gigi.diagnosis._explain import why_quiet
+
+    figure = next((f for f in d.waited if f["resource"] == resource), None)
+    if figure is None or not figure["waits"]:
+        return ""
+    first, *rest = why_quiet(figure, d.verdicts)
+    items = "".join(f"<li>{_e(line.strip())}</li>" for line in rest)
+    return f'<p class="figures">{_e(first)}</p><ul class="why-not">{items}</ul>'
+
+
 def _resource(d: Diagnosis, resource: str, ctx: dict) -> str:
     capacity = ctx["facts"].get(resource, (None,))[0]
     plotted = _plot(resource, ctx["timelines"].get(resource), capacity, [])
     return (
         f'<section class="resource" data-resource="{_e(resource)}">'
-        f"<h2>{_e(resource)}</h2>{plotted}</section>"
+        f"<h2>{_e(resource)}</h2>{plotted}{_quiet(d, resource)}</section>"
     )
 
 
@@ -211,6 +255,7 @@ def _header(d: Diagnosis, start: int, end: int) -> str:
         ("resources", f"{m.resources:,}"),
         ("dropped", f"{d.dropped:,} events; {m.bytes_lost:,} bytes lost"),
         ("findings", str(len(d.findings))),
+        ("unexplained", str(len(d.unexplained))),
     ]
     dl = "".join(f'<dt>{k}</dt><dd class="{k}">{v}</dd>' for k, v in rows)
     note = (
@@ -247,11 +292,16 @@ def render(d: Diagnosis, config: ReportConfig | None = None) -> str:
         "facts": _data.resource_facts(con),
         "source": SourceTree(config.source, config.context_lines),
     }
+    unexplained = "".join(_unexplained(d, u, ctx) for u in d.unexplained)
     if d.findings:
         body = "<h2>Findings</h2>" + _toc(d) + "".join(_finding(d, f, ctx) for f in d.findings)
+        body += unexplained
+    elif unexplained:
+        body = unexplained
     else:
         body = (
-            '<p class="no-findings">No findings: nothing looks wrong in this trace.</p>'
+            '<p class="no-findings">No findings: no detector accused a resource. The most '
+            "waited-for resources follow, each with why no detector fired.</p>"
             + "".join(_resource(d, r, ctx) for r in _data.busiest(con, config.healthy_resources))
         )
     return f"""<!DOCTYPE html>
