@@ -89,10 +89,29 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def _exclusive_overlaps(con) -> list[tuple]:
+    """Holds of one object of an exclusive resource that overlap in trace order, from the
+    store's holds view."""
+    return con.execute(
+        """SELECT a.resource, a.object, a.task, b.task
+        FROM holds AS a JOIN holds AS b ON a.resource = b.resource AND a.object = b.object
+            AND a.acquire_seq < b.acquire_seq
+            AND b.acquire_seq < coalesce(a.release_seq, 9223372036854775807)
+        JOIN resources AS r ON r.resource = a.resource
+        WHERE r.sharing = 'exclusive'"""
+    ).fetchall()
+
+
+def _bad_names(con) -> list[str]:
+    names = [n for (n,) in con.execute("SELECT name FROM tasks").fetchall()]
+    return [n for n in names if n is None or "?@?" in n or "None" in n]
+
+
 def test_open_select_keeps_mdl_and_alter_waits(server, session, recorder, tmp_path):
     """MDEV-34989: an open transaction's SELECT keeps the table's metadata lock and an ALTER
-    TABLE waits behind it. Rank 1 is contention on mdl.table, the SELECT's transaction (on its
-    connection) is the culprit and the ALTER the victim."""
+    TABLE waits behind it. Rank 1 is contention on mdl.table.shared (the SELECT's lock is
+    SHARED_READ), the SELECT's transaction (on its connection) is the culprit and the ALTER the
+    victim."""
     from gigi.queries import connect
     from gigi.record._mariadb_model import object_id
 
@@ -144,7 +163,11 @@ def test_open_select_keeps_mdl_and_alter_waits(server, session, recorder, tmp_pa
     findings = json.loads(out.read_text())["findings"]
     assert findings, "no finding"
     top = findings[0]
-    assert (top["rank"], top["failure_mode"], top["resource"]) == (1, "contention", "mdl.table")
+    assert (top["rank"], top["failure_mode"], top["resource"]) == (
+        1,
+        "contention",
+        "mdl.table.shared",
+    )
 
     con = connect(trace)
     tasks = {
@@ -158,22 +181,32 @@ def test_open_select_keeps_mdl_and_alter_waits(server, session, recorder, tmp_pa
         return tasks[task][0]
 
     culprit = top["culprit_tasks"][0]
-    assert tasks[culprit][0] == "SELECT * FROM t"
+    assert tasks[culprit][0] == f"connection {reader.thread_id()}: SELECT * FROM t"
     assert connection_of(culprit).startswith(f"connection {reader.thread_id()} ")
-    victims = [t for t in top["victim_tasks"] if tasks[t][0].startswith("ALTER TABLE t")]
+    victims = [
+        t
+        for t in top["victim_tasks"]
+        if tasks[t][0].startswith(f"connection {altering.thread_id()}: ALTER TABLE t")
+    ]
     assert victims, [tasks[t] for t in top["victim_tasks"]]
     assert connection_of(victims[0]).startswith(f"connection {altering.thread_id()} ")
 
     # the wait is on t's object, with about the length it had, and t is named in the recording
     table = object_id("test.t")
     (waited,) = con.execute(
-        "SELECT sum(dur) FROM events WHERE kind = 0 AND resource = 'mdl.table' AND object = ? "
-        "AND task = ?",
+        "SELECT sum(dur) FROM events WHERE kind = 0 AND resource = 'mdl.table.shared' "
+        "AND object = ? AND task = ?",
         [table, victims[0]],
     ).fetchone()
     assert 2.5e9 < waited < 20e9, waited
     summary = json.loads((trace / "mariadb-recording.json").read_text())
-    assert summary["objects"]["mdl.table"][str(table)] == "test.t"
+    assert summary["objects"]["mdl.table.shared"][str(table)] == "test.t"
+    # the ALTER's SHARED_UPGRADABLE is exclusive: one holder at a time
+    assert con.execute(
+        "SELECT capacity, sharing FROM resources WHERE resource = 'mdl.table'"
+    ).fetchall() == [(1, "exclusive")]
+    assert _exclusive_overlaps(con) == []
+    assert _bad_names(con) == []
     assert "innodb_lock_waits" in summary["row_locks"]
 
     # sites: the server's SOURCE file:line, where the build fills it (Debian's leaves it empty)
@@ -307,11 +340,164 @@ def test_row_lock_waits_blame_the_holder(server, session, recorder, tmp_path):
     parent = dict(con.execute("SELECT task, parent FROM tasks").fetchall())
     name = dict(con.execute("SELECT task, name FROM tasks").fetchall())
     culprit = top["culprit_tasks"][0]
-    assert name[culprit].startswith("UPDATE acc SET v = v + 1 WHERE id = 42")
+    assert (
+        name[culprit] == f"connection {holder.thread_id()}: UPDATE acc SET v = v + 1 WHERE id = 42"
+    )
     assert name[parent[culprit]].startswith(f"connection {holder.thread_id()} ")
     waiting = {c.thread_id() for c in waiters}
     victim_connections = {int(name[parent[v]].split()[1]) for v in top["victim_tasks"]}
-    assert waiting <= victim_connections, (waiting, victim_connections)
+    # the victims are waiters (one that got the row next held it while the others still waited,
+    # and may be named among the culprits instead), and every waiter waited
+    assert victim_connections and victim_connections <= waiting, (waiting, victim_connections)
+    waited = con.execute(
+        "SELECT DISTINCT task FROM events WHERE kind = 0 AND resource = 'innodb.row_lock'"
+    ).fetchall()
+    assert {int(name[parent[t]].split()[1]) for (t,) in waited} == waiting
+
+
+def test_a_row_lock_holder_is_named_by_its_update_not_its_sleep(
+    server, session, recorder, tmp_path
+):
+    """A transaction updates a row and goes straight on to SELECT SLEEP(4), while three others
+    wait for the row. The culprit is named by the UPDATE that took the row lock (through its
+    metadata lock's OWNER_EVENT_ID and the statement history), with its connection id, not by
+    the SLEEP it runs; each victim by its own waiting UPDATE. The row lock's resource is
+    exclusive with capacity 1, and its holds, passed from one transaction to the next, never
+    overlap."""
+    from gigi.ingest import ingest
+    from gigi.queries import connect
+
+    admin = session()
+    with admin.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS hot")
+        cur.execute("CREATE TABLE hot (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO hot VALUES (1, 1), (2, 2)")
+    trace = tmp_path / "trace"
+    stop, recording, result = recorder(trace, duration=60.0, interval=0.01)
+    holder = session()
+    waiters = [session() for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def hold():
+        try:
+            with holder.cursor() as cur:
+                cur.execute("BEGIN")
+                cur.execute("UPDATE hot SET v = v + 1 WHERE id = 1")
+                cur.execute("SELECT SLEEP(4)")
+            holder.commit()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    def wait(con, i):
+        try:
+            with con.cursor() as cur:
+                cur.execute("SET SESSION innodb_lock_wait_timeout = 60")
+                cur.execute("BEGIN")
+                cur.execute(f"UPDATE hot SET v = v + {i} WHERE id = 1")
+            time.sleep(0.3)  # holds the row a while: it passes from one waiter to the next
+            con.commit()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    holding = threading.Thread(target=hold)
+    holding.start()
+    time.sleep(0.5)
+    threads = [threading.Thread(target=wait, args=(c, i + 2)) for i, c in enumerate(waiters)]
+    for t in threads:
+        t.start()
+    holding.join(30)
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    time.sleep(0.5)
+    stop.set()
+    recording.join(30)
+    assert "error" not in result, result.get("error")
+
+    out = tmp_path / "diagnosis.json"
+    assert cli(["diagnose", str(trace), "--format", "json", "--output", str(out)]) == 0
+    findings = json.loads(out.read_text())["findings"]
+    rows = [f for f in findings if f["resource"] == "innodb.row_lock"]
+    assert rows, findings
+    ingest(trace, tmp_path / "store")
+    con = connect(tmp_path / "store")
+    name = dict(con.execute("SELECT task, name FROM tasks").fetchall())
+    assert name[rows[0]["culprit_tasks"][0]] == (
+        f"connection {holder.thread_id()}: UPDATE hot SET v = v + 1 WHERE id = 1"
+    ), [name[t] for t in rows[0]["culprit_tasks"]]
+    # every waiter's wait, on its transaction, named by its own waiting UPDATE
+    waited = {
+        name[t]
+        for (t,) in con.execute(
+            "SELECT DISTINCT task FROM events WHERE kind = 0 AND resource = 'innodb.row_lock'"
+        ).fetchall()
+    }
+    assert waited == {
+        f"connection {c.thread_id()}: UPDATE hot SET v = v + {i + 2} WHERE id = 1"
+        for i, c in enumerate(waiters)
+    }, waited
+    assert {name[v] for f in rows for v in f["victim_tasks"]} <= waited
+    assert con.execute(
+        "SELECT capacity, sharing FROM resources WHERE resource = 'innodb.row_lock'"
+    ).fetchall() == [(1, "exclusive")]
+    (holds,) = con.execute(
+        "SELECT count(DISTINCT task) FROM holds WHERE resource = 'innodb.row_lock'"
+    ).fetchone()
+    assert holds >= 3  # the holder and the waiters it passed to, one after another
+    assert _exclusive_overlaps(con) == []
+    assert _bad_names(con) == []
+
+
+def test_a_lock_passed_round_is_never_held_twice(server, session, recorder, tmp_path):
+    """Four sessions take GET_LOCK('hot') in turn for 30 ms each, for 3 s: the lock changes
+    hands between polls again and again. Its resource is exclusive with capacity 1, and no two
+    of its holds overlap in the trace."""
+    from gigi.ingest import ingest
+    from gigi.queries import connect
+
+    trace = tmp_path / "trace"
+    stop, recording, result = recorder(trace, duration=60.0, interval=0.01)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def loop(con):
+        try:
+            with con.cursor() as cur:
+                while not done.is_set():
+                    cur.execute("SELECT GET_LOCK('hot', 30)")
+                    cur.execute("SELECT SLEEP(0.03)")
+                    cur.execute("SELECT RELEASE_LOCK('hot')")
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=loop, args=(session(),)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(3.0)
+    done.set()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    time.sleep(0.3)
+    stop.set()
+    recording.join(30)
+    assert "error" not in result, result.get("error")
+
+    ingest(trace, tmp_path / "store")
+    con = connect(tmp_path / "store")
+    assert con.execute(
+        "SELECT capacity, sharing FROM resources WHERE resource = 'mdl.user_level_lock'"
+    ).fetchall() == [(1, "exclusive")]
+    (holds,) = con.execute(
+        "SELECT count(*) FROM holds WHERE resource = 'mdl.user_level_lock'"
+    ).fetchone()
+    assert holds >= 10, holds
+    assert _exclusive_overlaps(con) == []
+    (peak,) = con.execute(
+        "SELECT max(outstanding) FROM outstanding WHERE resource = 'mdl.user_level_lock'"
+    ).fetchone()
+    assert peak == 1
+    assert _bad_names(con) == []
 
 
 def test_a_transaction_is_named_by_a_statement_of_its_own():
@@ -328,9 +514,9 @@ def test_a_transaction_is_named_by_a_statement_of_its_own():
 
     m = Model(own_thread=1)
     m.add(Poll(0, 10, [statement(5, "SET NAMES utf8mb4")], [active], threads=[thread]))
-    assert m.threads[10].txn.task.name is None
+    assert m.threads[10].txn.first is None
     m.add(Poll(20, 30, [statement(8, "SET SESSION lock_wait_timeout = 5")], [active], [], [thread]))
-    assert m.threads[10].txn.task.name is None
+    assert m.threads[10].txn.first is None
     m.add(
         Poll(
             40, 50, [statement(9, "UPDATE acc SET v = v + 1 WHERE id = 42")], [active], [], [thread]
@@ -340,7 +526,7 @@ def test_a_transaction_is_named_by_a_statement_of_its_own():
     _, tasks, _ = m.take()
     connection = next(t["task"] for t in tasks if t["parent"] is None)
     (txn,) = [t for t in tasks if t["parent"] == connection]
-    assert txn["name"] == "UPDATE acc SET v = v + 1 WHERE id = 42"
+    assert txn["name"] == "connection 3: UPDATE acc SET v = v + 1 WHERE id = 42"
 
 
 def test_a_lock_whose_owner_the_server_does_not_name(tmp_path):
@@ -411,3 +597,224 @@ def test_the_writer_refuses_a_null_in_a_required_column(tmp_path):
         w.flush()
     assert "\n" not in str(e.value)
     assert ingest(tmp_path / "trace", tmp_path / "store").events == 1
+
+
+# --- the lock model, fed synthetic polls (no server) ------------------------------------------
+
+
+def _connection(tid: int, pid: int, user: str | None = "app") -> dict:
+    return {
+        "THREAD_ID": tid,
+        "TYPE": "FOREGROUND",
+        "PROCESSLIST_ID": pid,
+        "THREAD_OS_ID": 900 + tid,
+        "PROCESSLIST_USER": user,
+        "PROCESSLIST_HOST": "localhost" if user else None,
+        "PROCESSLIST_DB": "test",
+    }
+
+
+def _mdl(owner, ticket, lock_type, status="GRANTED", event=5, kind="TABLE", name="t", **kw):
+    return {
+        "OBJECT_TYPE": kind,
+        "OBJECT_SCHEMA": None if kind == "USER LEVEL LOCK" else "test",
+        "OBJECT_NAME": name,
+        "OBJECT_INSTANCE_BEGIN": ticket,
+        "LOCK_TYPE": lock_type,
+        "LOCK_DURATION": kw.get("duration", "TRANSACTION"),
+        "LOCK_STATUS": status,
+        "SOURCE": "",
+        "OWNER_THREAD_ID": owner,
+        "OWNER_EVENT_ID": event,
+    }
+
+
+def _overlaps(events: list[dict]) -> list[tuple]:
+    """Pairs of holds of one object of an exclusive class that overlap in trace order (by ts,
+    ties in the order written)."""
+    from gigi.record._locks import is_exclusive
+
+    order = sorted(range(len(events)), key=lambda i: (events[i]["ts"], i))
+    open_by: dict[tuple, int] = {}
+    bad = []
+    for i in order:
+        e = events[i]
+        key = (e["resource"], e["object"])
+        if not is_exclusive(e["resource"]) or e["kind"] not in (1, 3):
+            continue
+        if e["kind"] == 1:
+            if key in open_by and open_by[key] != e["task"]:
+                bad.append((key, open_by[key], e["task"]))
+            open_by[key] = e["task"]
+        elif open_by.get(key) == e["task"]:
+            del open_by[key]
+    return bad
+
+
+def test_an_exclusive_lock_changing_hands_in_one_poll_is_never_held_twice(tmp_path):
+    """GET_LOCK's lock passes from A to B between two polls, and the server timed B's wait: B's
+    ACQUIRE is at the end of its wait, and A's RELEASE is written before it, at the same
+    instant (not at the poll, after it): the lock is never held twice, and its resource says
+    capacity 1, exclusive."""
+    from gigi.ingest import ingest
+    from gigi.queries import connect
+    from gigi.record._locks import resource_row
+    from gigi.record._mariadb_model import Model, Poll
+    from gigi.schema import TraceWriter
+
+    a, b = _connection(10, 3), _connection(11, 4)
+    lock = dict(kind="USER LEVEL LOCK", name="k", duration="EXPLICIT")
+    m = Model(own_thread=1)
+    m.add(
+        Poll(
+            0,
+            10_000,
+            metadata_locks=[
+                _mdl(10, 0xA, "SHARED_NO_WRITE", **lock),
+                _mdl(11, 0xB, "SHARED_NO_WRITE", "PENDING", event=7, **lock),
+            ],
+            threads=[a, b],
+            mdl_waits={(11, 7): (1_000_000, None, "")},
+        )
+    )
+    m.add(
+        Poll(
+            40_000,
+            50_000,
+            metadata_locks=[_mdl(11, 0xB, "SHARED_NO_WRITE", event=7, **lock)],
+            threads=[a, b],
+            mdl_waits={(11, 7): (1_000_000, 16_000_000, "")},  # 15 us, in ps
+        )
+    )
+    m.finish(60_000)
+    events, tasks, _ = m.take()
+    mine = [(e["kind"], e["ts"], e["resource"]) for e in events]
+    assert mine == [
+        (1, 10_000, "mdl.user_level_lock"),  # A holds it
+        (3, 25_000, "mdl.user_level_lock"),  # A lets it go when B's wait ended...
+        (0, 10_000, "mdl.user_level_lock"),  # ... B's wait, as long as the server timed it
+        (1, 25_000, "mdl.user_level_lock"),  # ... and B has it
+    ], mine
+    assert events[2]["dur"] == 15_000
+    assert _overlaps(events) == []
+
+    w = TraceWriter(tmp_path / "trace", "gigi-record-mariadb test")
+    w.extend("events", events)
+    w.extend("tasks", tasks)
+    w.extend("resources", [resource_row(r) for r in m.objects])
+    w.flush()
+    ingest(tmp_path / "trace", tmp_path / "store")
+    con = connect(tmp_path / "store")
+    assert con.execute("SELECT capacity, sharing FROM resources").fetchall() == [(1, "exclusive")]
+    holds = con.execute(
+        "SELECT acquire_seq, release_seq FROM holds ORDER BY acquire_seq"
+    ).fetchall()
+    assert len(holds) == 2 and holds[0][1] < holds[1][0], holds
+
+
+def test_a_wait_is_on_the_class_of_what_keeps_it_waiting():
+    """An open transaction's SELECT holds t's metadata lock in SHARED_READ; an ALTER holds
+    SHARED_UPGRADABLE and waits for EXCLUSIVE; an INSERT queues behind the ALTER. The SELECT's
+    hold is shared (``mdl.table.shared``), the ALTER's exclusive (``mdl.table``); the ALTER waits
+    for the shared holders, the INSERT for the ALTER."""
+    from gigi.record._mariadb_model import Model, Poll
+
+    threads = [_connection(10, 3), _connection(11, 4), _connection(12, 5)]
+    locks = [
+        _mdl(10, 0xA, "SHARED_READ"),
+        _mdl(11, 0xB, "SHARED_UPGRADABLE"),
+        _mdl(11, 0xC, "EXCLUSIVE", "PENDING", event=9),
+        _mdl(12, 0xD, "SHARED_WRITE", "PENDING", event=6),
+    ]
+    m = Model(own_thread=1)
+    m.add(Poll(0, 10, metadata_locks=locks, threads=threads))
+    holders = {h.task: r for (_, r, _), h in m.holds.items()}
+    assert holders == {
+        m.threads[10].txn.task.task: "mdl.table.shared",
+        m.threads[11].txn.task.task: "mdl.table",
+    }
+    waits = {w.task: w.resource for w in m.mdl_waiting.values()}
+    alter = m.threads[11].txn.task.task
+    assert waits == {alter: "mdl.table.shared", m.threads[12].txn.task.task: "mdl.table"}
+    # the SELECT commits: the ALTER's ticket is upgraded to EXCLUSIVE, its wait ends, and its
+    # hold of the table goes on (no RELEASE and ACQUIRE of its own)
+    upgraded = [_mdl(11, 0xB, "EXCLUSIVE"), _mdl(12, 0xD, "SHARED_WRITE", "PENDING", event=6)]
+    m.add(Poll(20, 30, metadata_locks=upgraded, threads=threads))
+    events, _, _ = m.take()
+    mine = [(e["kind"], e["ts"], e["resource"], e["dur"]) for e in events if e["task"] == alter]
+    assert mine == [(1, 10, "mdl.table", 0), (0, 10, "mdl.table.shared", 20)], mine
+
+
+def test_a_row_lock_changing_hands_in_one_poll_is_never_held_twice():
+    """H holds a row that W1 and W2 wait for; at the next reading H is gone and W1 holds it
+    (W2 waits for W1). W1's ACQUIRE comes after H's RELEASE and its own wait's end, not at the
+    start of the waits it causes, which began while H held the row."""
+    from gigi.record._mariadb_model import Model, Poll
+
+    threads = [_connection(10, 3), _connection(11, 4), _connection(12, 5)]
+    row = "`test`.`t` PRIMARY 1"
+    m = Model(own_thread=1)
+    polls = [
+        [(4, 3, row, 1_000, 500, "X"), (5, 3, row, 2_000, 500, "X")],
+        [(5, 4, row, 2_000, 700, "X")],
+        [],
+    ]
+    for i, waits in enumerate(polls):
+        m.add(Poll(5_000 * (i + 1), 5_000 * (i + 1) + 1_000, threads=threads, row_waits=waits))
+    m.finish(30_000)
+    events, _, _ = m.take()
+    rows = [(e["kind"], e["ts"], e["thread"]) for e in events if e["resource"] == "innodb.row_lock"]
+    assert [(k, ts) for k, ts, t in rows if t == 910] == [(1, 1_000), (3, 11_000)], rows  # H
+    assert [(k, ts) for k, ts, t in rows if t == 911] == [(0, 1_000), (1, 11_000), (3, 16_000)]
+    assert _overlaps(events) == []
+
+
+def test_a_lock_holder_is_named_by_the_statement_that_took_it():
+    """A transaction updated a row and went on to SELECT SLEEP(15) before the recorder saw
+    it; another waits for the row. The holder's transaction is named by the UPDATE (found in
+    its statement history through its metadata lock's OWNER_EVENT_ID), not by the SLEEP it
+    runs; the waiter by its own waiting UPDATE; statements carry their connection; no name
+    says ``?@?`` or ``None``, though the holder's connection has no user or host yet."""
+    from gigi.record._mariadb_model import Model, Poll
+
+    holder, waiter = _connection(10, 3, user=None), _connection(11, 4)
+    statements = [
+        {"THREAD_ID": 10, "EVENT_ID": 12, "END_EVENT_ID": None, "SQL_TEXT": "SELECT SLEEP(15)"},
+        {"THREAD_ID": 11, "EVENT_ID": 7, "END_EVENT_ID": None, "SQL_TEXT": "UPDATE t SET v = 2"},
+    ]
+    transactions = [
+        {"THREAD_ID": t, "EVENT_ID": 5, "STATE": "ACTIVE", "TIMER_START": None} for t in (10, 11)
+    ]
+    history = {
+        10: [
+            {"THREAD_ID": 10, "EVENT_ID": 4, "END_EVENT_ID": 5, "SQL_TEXT": "BEGIN"},
+            {
+                "THREAD_ID": 10,
+                "EVENT_ID": 7,
+                "END_EVENT_ID": 10,
+                "NESTING_EVENT_ID": 5,
+                "SQL_TEXT": "UPDATE t SET v = 1 WHERE id = 1",
+            },
+        ]
+    }
+    poll = Poll(
+        0,
+        10,
+        statements,
+        transactions,
+        [_mdl(10, 0xA, "SHARED_WRITE", event=8), _mdl(11, 0xB, "SHARED_WRITE", event=8)],
+        [holder, waiter],
+        row_waits=[(4, 3, "`test`.`t` PRIMARY 1", None, None, "X")],
+    )
+    m = Model(own_thread=1)
+    assert m.history_wanted(poll) == {10: {8}}  # the waiter's lock is its current statement's
+    poll.history = history
+    m.add(poll)
+    m.finish(20)
+    _, tasks, _ = m.take()
+    names = {t["task"]: t["name"] for t in tasks}
+    assert names[m.threads[10].txn.task.task] == "connection 3: UPDATE t SET v = 1 WHERE id = 1"
+    assert names[m.threads[11].txn.task.task] == "connection 4: UPDATE t SET v = 2"
+    assert names[m.threads[10].task.task] == "connection 3/test"
+    assert "connection 3: SELECT SLEEP(15)" in names.values()  # its statement, as a task
+    assert not [n for n in names.values() if n is None or "?@?" in n or "None" in n], names

@@ -148,6 +148,158 @@ def test_lock_chain_blames_the_root_blocker(server, tmp_path):
     assert task_a not in victims
     # B waited too: it is never the first to blame
     assert all(f["culprit_tasks"][0] != task_b for f in findings), findings
+    con = _store(trace, tmp_path)
+    assert _exclusive_overlaps(con) == []
+    assert _bad_names(con) == []
+
+
+def _store(trace: Path, tmp_path: Path):
+    from gigi.ingest import ingest
+    from gigi.queries import connect
+
+    ingest(trace, tmp_path / "store")
+    return connect(tmp_path / "store")
+
+
+def _exclusive_overlaps(con) -> list[tuple]:
+    """Holds of one object of an exclusive resource that overlap in trace order."""
+    return con.execute(
+        """SELECT a.resource, a.object, a.task, b.task
+        FROM holds AS a JOIN holds AS b ON a.resource = b.resource AND a.object = b.object
+            AND a.acquire_seq < b.acquire_seq
+            AND b.acquire_seq < coalesce(a.release_seq, 9223372036854775807)
+        JOIN resources AS r ON r.resource = a.resource
+        WHERE r.sharing = 'exclusive'"""
+    ).fetchall()
+
+
+def _bad_names(con) -> list[str]:
+    names = [n for (n,) in con.execute("SELECT name FROM tasks").fetchall()]
+    return [n for n in names if n is None or "?@?" in n or "None" in n]
+
+
+def test_a_row_lock_holder_is_named_by_its_update_not_its_sleep(server, tmp_path):
+    """A transaction updates a row, leaves it a moment (idle in transaction) and runs
+    pg_sleep(4), while three others wait for the row. The culprit is named by the UPDATE seen
+    when its lock appeared, with its pid, not by the pg_sleep it runs; each waiter by its own
+    UPDATE. The xid's resource is exclusive with capacity 1, and the row's holds, passed from
+    one transaction to the next, never overlap."""
+    with server.connect() as setup:
+        setup.execute("DROP TABLE IF EXISTS hot")
+        setup.execute("CREATE TABLE hot (id int PRIMARY KEY, v int)")
+        setup.execute("INSERT INTO hot VALUES (1, 0), (2, 0)")
+    trace = tmp_path / "trace"
+    recorder = start_recorder(server, trace)
+    holder = server.connect(autocommit=False)
+    waiters = [server.connect(autocommit=False) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def wait(conn, i):
+        try:
+            conn.execute(f"UPDATE hot SET v = v + {i} WHERE id = 1")
+            time.sleep(0.3)  # holds the row a while: it passes from one waiter to the next
+            conn.commit()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    try:
+        holder.execute("UPDATE hot SET v = v + 1 WHERE id = 1")
+        time.sleep(0.2)
+        sleeping = threading.Thread(target=lambda: holder.execute("SELECT pg_sleep(4)"))
+        sleeping.start()
+        time.sleep(0.3)
+        threads = [threading.Thread(target=wait, args=(c, i + 2)) for i, c in enumerate(waiters)]
+        for t in threads:
+            t.start()
+        sleeping.join(30)
+        holder.commit()
+        for t in threads:
+            t.join(30)
+        assert not errors, errors
+        time.sleep(0.3)
+    finally:
+        pids = [holder.info.backend_pid, *(c.info.backend_pid for c in waiters)]
+        for conn in (holder, *waiters):
+            conn.close()
+        stop_recorder(recorder)
+
+    findings = diagnose(trace, tmp_path)["findings"]
+    con = _store(trace, tmp_path)
+    name = dict(con.execute("SELECT task, name FROM tasks").fetchall())
+    xid = [f for f in findings if f["resource"] == "pg.lock.transactionid"]
+    assert xid, findings
+    assert (
+        name[xid[0]["culprit_tasks"][0]] == f"pid {pids[0]}: UPDATE hot SET v = v + 1 WHERE id = 1"
+    )
+    waited = {
+        name[t]
+        for (t,) in con.execute(
+            "SELECT DISTINCT task FROM events WHERE kind = 0 AND resource LIKE 'pg.lock.%'"
+        ).fetchall()
+    }
+    assert waited == {
+        f"pid {pid}: UPDATE hot SET v = v + {i + 2} WHERE id = 1" for i, pid in enumerate(pids[1:])
+    }, waited
+    assert not [n for n in name.values() if n and "pg_sleep" in n], name
+    assert con.execute(
+        "SELECT capacity, sharing FROM resources WHERE resource = 'pg.lock.transactionid'"
+    ).fetchall() == [(1, "exclusive")]
+    assert con.execute(
+        "SELECT capacity, sharing FROM resources WHERE resource = 'pg.lock.relation.shared'"
+    ).fetchall() == [(None, "shared")]
+    (holders,) = con.execute(
+        "SELECT count(DISTINCT task) FROM holds WHERE resource = 'pg.lock.tuple'"
+    ).fetchone()
+    assert holders >= 1
+    assert _exclusive_overlaps(con) == []
+    assert _bad_names(con) == []
+
+
+def test_an_advisory_lock_passed_round_is_never_held_twice(server, tmp_path):
+    """Four sessions take pg_advisory_xact_lock(42) in turn for 30 ms each, for 3 s: the lock
+    changes hands between polls again and again. Its resource is exclusive with capacity 1 and
+    no two of its holds overlap in the trace: it is never seen held twice."""
+    trace = tmp_path / "trace"
+    recorder = start_recorder(server, trace)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def loop():
+        try:
+            with server.connect(autocommit=False) as conn:
+                while not done.is_set():
+                    conn.execute("SELECT pg_advisory_xact_lock(42)")
+                    conn.execute("SELECT pg_sleep(0.03)")
+                    conn.commit()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=loop) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(3.0)
+    finally:
+        done.set()
+        for t in threads:
+            t.join(30)
+        stop_recorder(recorder)
+    assert not errors, errors
+
+    con = _store(trace, tmp_path)
+    assert con.execute(
+        "SELECT capacity, sharing FROM resources WHERE resource = 'pg.lock.advisory'"
+    ).fetchall() == [(1, "exclusive")]
+    (holds,) = con.execute(
+        "SELECT count(*) FROM holds WHERE resource = 'pg.lock.advisory'"
+    ).fetchone()
+    assert holds >= 10, holds
+    assert _exclusive_overlaps(con) == []
+    (peak,) = con.execute(
+        "SELECT max(outstanding) FROM outstanding WHERE resource = 'pg.lock.advisory'"
+    ).fetchone()
+    assert peak == 1
+    assert _bad_names(con) == []
 
 
 @pytest.mark.parametrize("long_transaction", [True, False], ids=["long-xact", "healthy"])
@@ -291,3 +443,170 @@ def test_server_gone_keeps_the_trace(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "lost the connection to the server" in err and err.count("\n") == 1, err
     assert cli(["info", str(trace)]) == 0
+
+
+# --- the lock model, fed synthetic polls (no server) ------------------------------------------
+
+
+class _Rows:
+    """What a TraceWriter would be handed, by table."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[dict]] = {}
+
+    def add(self, table: str, row: dict) -> None:
+        self.rows.setdefault(table, []).append(row)
+
+    def names(self) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for r in self.rows.get("tasks", []):
+            if r.get("name") is not None:
+                out.setdefault(r["task"], r["name"])
+        return out
+
+
+def _backend(pid, xact=None, query=None, query_key=None, state="active", blockers=()):
+    from gigi.record._pg_model import Backend
+
+    return Backend(
+        pid=pid,
+        backend_type="client backend",
+        backend_key=1,
+        backend_start=0,
+        leader_pid=None,
+        who="app@shop",
+        state=state,
+        wait_event_type="Lock" if blockers else None,
+        xact_key=xact,
+        xact_start=xact,
+        query_key=query_key,
+        query_start=query_key,
+        query=query,
+        horizon_age=None,
+        vacuum_relid=None,
+        blockers=list(blockers),
+    )
+
+
+def _lock(pid, resource, obj, mode, granted=True, relname=None):
+    from gigi.record._pg_model import Lock
+
+    return Lock(pid, resource, obj, granted, None, f"3/{pid}", mode, relname)
+
+
+def _kinds(rows: _Rows, resource: str) -> list[tuple]:
+    return [
+        (e["kind"], e["ts"], e["thread"])
+        for e in rows.rows.get("events", [])
+        if e["resource"] == resource
+    ]
+
+
+def test_an_advisory_lock_changing_hands_in_one_poll_is_never_held_twice():
+    """A holds advisory lock 42 and B waits for it; by the next poll A has committed and B
+    holds it. B's ACQUIRE is at that poll, after A's RELEASE (written first), not at the
+    previous poll (the earliest a lock first seen may have been taken), where A still held it;
+    the resource is exclusive with capacity 1."""
+    from gigi.record._pg_model import PgModel
+
+    rows = _Rows()
+    m = PgModel(rows, start=0)
+    lock = "pg.lock.advisory"
+    a_query = "SELECT pg_advisory_xact_lock(42)"
+    m.poll(
+        100,
+        [
+            _backend(1, 10, a_query, 11),
+            _backend(2, 20, a_query, 21, blockers=[1]),
+        ],
+        [_lock(1, lock, 42, "ExclusiveLock"), _lock(2, lock, 42, "ExclusiveLock", False)],
+    )
+    m.poll(
+        200,
+        [_backend(1, None, "COMMIT", 12, "idle"), _backend(2, 20, a_query, 21)],
+        [_lock(2, lock, 42, "ExclusiveLock")],
+    )
+    m.finish(300)
+    events = _kinds(rows, lock)
+    assert [e for e in events if e[0] in (1, 3)] == [
+        (1, 100, 1),  # A holds it
+        (3, 200, 1),  # A let it go by this poll, written before...
+        (1, 200, 2),  # ... B took it
+    ], events
+    (wait,) = [e for e in rows.rows["events"] if e["kind"] == 0]
+    assert (wait["ts"], wait["ts"] + wait["dur"], wait["resource"]) == (100, 200, lock)
+    assert {"resource": lock, "capacity": 1, "unit": "locks", "sharing": "exclusive"} in rows.rows[
+        "resources"
+    ]
+
+
+def test_shared_modes_are_shared_and_a_wait_is_on_what_keeps_it_waiting():
+    """Two SELECTs hold a table in AccessShareLock, an ALTER waits for AccessExclusiveLock
+    behind them, an INSERT queues behind the ALTER: the holds and both waits are on
+    ``pg.lock.relation.shared`` (shared, no capacity): the SELECTs keep both waiting."""
+    from gigi.record._pg_model import PgModel
+
+    rows = _Rows()
+    m = PgModel(rows, start=0)
+    rel = "pg.lock.relation"
+    m.poll(
+        100,
+        [
+            _backend(1, 10, "SELECT * FROM t", 11, "idle in transaction"),
+            _backend(2, 20, "SELECT * FROM t", 21, "idle in transaction"),
+            _backend(3, 30, "ALTER TABLE t ADD c int", 31, blockers=[1, 2]),
+            _backend(4, 40, "INSERT INTO t VALUES (1)", 41, blockers=[3]),
+        ],
+        [
+            _lock(1, rel, 16384, "AccessShareLock"),
+            _lock(2, rel, 16384, "AccessShareLock"),
+            _lock(3, rel, 16384, "AccessExclusiveLock", False),
+            _lock(4, rel, 16384, "RowExclusiveLock", False),
+        ],
+    )
+    m.finish(200)
+    events = rows.rows["events"]
+    assert {(e["kind"], e["resource"]) for e in events} == {
+        (1, "pg.lock.relation.shared"),
+        (0, "pg.lock.relation.shared"),
+    }, events
+    assert rows.rows["resources"] == [
+        {
+            "resource": "pg.lock.relation.shared",
+            "capacity": None,
+            "unit": "locks",
+            "sharing": "shared",
+        }
+    ]
+
+
+@pytest.mark.parametrize("seen", [True, False], ids=["update-seen", "update-unseen"])
+def test_a_lock_holder_is_named_by_the_statement_seen_when_it_took_it(seen):
+    """A transaction updates a row, then runs pg_sleep(15); another waits for the row. The
+    holder is named by the statement seen when its xid lock first appeared: the UPDATE when a
+    poll saw it (running, or the session idle after it); when the UPDATE ended between two
+    polls, the statement seen then and the table the transaction wrote. The waiter is named by
+    its own waiting UPDATE; every name carries the backend's pid."""
+    from gigi.record._pg_model import PgModel
+
+    rows = _Rows()
+    m = PgModel(rows, start=0)
+    update = "UPDATE t SET v = 1 WHERE id = 1"
+    sleep = "SELECT pg_sleep(15)"
+    xid = [_lock(7, "pg.lock.transactionid", 900, "ExclusiveLock")]
+    xid.append(_lock(7, "pg.lock.relation", 16384, "RowExclusiveLock", relname="t"))
+    if seen:
+        m.poll(100, [_backend(7, 10, update, 11, "idle in transaction")], xid)
+    waiting = _lock(8, "pg.lock.transactionid", 900, "ShareLock", False)
+    m.poll(
+        200,
+        [_backend(7, 10, sleep, 12), _backend(8, 20, "UPDATE t SET v = 2", 21, blockers=[7])],
+        [*xid, waiting],
+    )
+    m.poll(300, [], [])
+    names = rows.names()
+    holder = f"pid 7: {update}" if seen else f"pid 7: {sleep}, after writing t"
+    assert holder in names.values(), names
+    assert "pid 8: UPDATE t SET v = 2" in names.values(), names
+    assert f"pid 7: {sleep}" not in names.values()
+    assert not [n for n in names.values() if "None" in n or "?@?" in n], names

@@ -3,22 +3,29 @@ that turn what changed into WAIT, ACQUIRE, USE and RELEASE.
 
 Tasks. Every backend is a session task (a client backend is foreground, autovacuum, walwriter
 and the other workers background); every transaction it is seen in is a task of its own, whose
-parent is the session (a parallel worker's, its leader's transaction), named by its first
-statement that is not transaction control: ``pid 123: UPDATE t SET ...``. The trace's thread
-is the backend's pid.
+parent is the session (a parallel worker's, its leader's transaction), named
+``pid 123: <statement>`` by the statement seen (``pg_stat_activity.query``) when a lock of it
+that somebody waited for first appeared, else by the statement in which it waited itself, else
+by its first statement seen that is not transaction control. The trace's thread is the
+backend's pid.
 
-Locks. A heavyweight lock is resource ``pg.lock.<locktype>`` (``pg.lock.relation``,
-``pg.lock.transactionid``, ``pg.lock.tuple``, ...) and object a stable id of the locked thing:
-the relation's oid, the xid, or a hash of the lock tag. One hold per transaction and lock tag
-(modes are not told apart): ACQUIRE when it is first seen granted, at the previous poll (or the
-transaction's start, when later: the earliest it may have happened), RELEASE when it is gone.
-A lock not granted is a WAIT from ``pg_locks.waitstart`` until the poll that sees it granted or
-gone. A row lock's waiter waits for the holder's transactionid lock, so holder and waiter meet
-on the same object and the diagnosis's chains (C waits for B's tuple lock while B waits for
-A's xid) lead to the root. A blocker that ``pg_blocking_pids`` names but that holds no lock on
-the awaited tag itself (a parallel group's leader) is given a hold on it while it blocks; a
-blocker queued for the same tag (a soft block) is not: the holders ahead of both are to blame.
-A holder seen running a statement USEs its locks, once per statement.
+Locks. A heavyweight lock of type T is resource ``pg.lock.<T>`` when held in a mode that
+conflicts with itself (ShareUpdateExclusive, ShareRowExclusive, Exclusive, AccessExclusive:
+sharing ``exclusive``, capacity 1 per object) and ``pg.lock.<T>.shared`` in the others
+(AccessShare, RowShare, RowExclusive, Share); see ``gigi.record._locks``. The object is a
+stable id of the locked thing: the relation's oid, the xid, or a hash of the lock tag. One hold
+per transaction, class and lock tag: ACQUIRE when it is first seen granted, at the previous
+poll (or the transaction's start, when later: the earliest it may have happened; but in an
+exclusive class never before the RELEASE of the hold it succeeds, which one poll may see end at
+once), RELEASE when it is gone. A lock not granted is a WAIT from ``pg_locks.waitstart`` until
+the poll that sees it granted or gone, on the exclusive class when a blocker holds the tag in
+an exclusive mode, else on the shared one. A row lock's waiter waits for the holder's
+transactionid lock, so holder and waiter meet on the same object and the diagnosis's chains (C
+waits for B's tuple lock while B waits for A's xid) lead to the root. A blocker that
+``pg_blocking_pids`` names but that holds no lock on the awaited tag itself (a parallel group's
+leader) is given a hold on it while it blocks; a blocker queued for the same tag (a soft block)
+is not: the holders ahead of both are to blame. A holder seen running a statement USEs its
+locks, once per statement.
 
 Dead tuples. ``pg.dead_tuples`` (sharing ``log``, object = the table's oid) follows
 ``n_dead_tup``: a rise is ACQUIREd by the transaction that holds back vacuum's horizon (the
@@ -32,9 +39,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from gigi.record._locks import SHARED_SUFFIX, is_exclusive, lock_class, ordered, resource_row
 from gigi.schema import Kind
 from gigi.schema._write import TraceWriter
 
@@ -51,6 +60,19 @@ _CONTROL = re.compile(
     re.IGNORECASE,
 )
 NAME_CHARS = 160
+# Statements that write rows (or lock them): one of them gave a transaction its xid
+_WRITES = re.compile(
+    r"^\s*(insert|update|delete|merge|copy|truncate)\b"
+    r"|\bfor\s+(update|share|no\s+key\s+update|key\s+share)\b"
+    r"|^\s*with\b.*\b(insert|update|delete|merge)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+# Lock types a transaction takes only by writing (or locking) rows
+_WRITE_LOCKS = frozenset({"pg.lock.transactionid", "pg.lock.tuple"})
+# Lock modes that conflict with themselves: two transactions never hold one tag in them at once
+EXCLUSIVE_MODES = frozenset(
+    {"ShareUpdateExclusiveLock", "ShareRowExclusiveLock", "ExclusiveLock", "AccessExclusiveLock"}
+)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -106,6 +128,9 @@ class Task:
     began: int  # ns; when the server says it began, even before the recording
     name: str | None = None  # set once a naming statement is seen
     named: bool = False  # its row with the name was written
+    # a transaction's name, best first (see the module's docstring), decided when it ends
+    took_waited: str | None = None  # seen when a lock of it somebody waited for appeared
+    waiting: str | None = None  # the statement in which it waited
 
 
 @dataclass
@@ -113,12 +138,14 @@ class Hold:
     acquired: int  # ts of the ACQUIRE
     thread: int
     used_for: object = None  # the query_start of the statement that last USEd it
+    took: str | None = None  # the statement seen when it first appeared
 
 
 @dataclass
 class Wait:
     begin: int
     thread: int
+    resource: str  # the class it waits on
     blockers: int = 0
 
 
@@ -158,6 +185,12 @@ class Lock:
     granted: bool
     waitstart: int | None  # ns, recorder's clock
     virtualtransaction: str | None
+    mode: str | None = None  # AccessShareLock ... AccessExclusiveLock
+    relname: str | None = None  # a table it writes or locks rows of (a RowExclusive lock's)
+
+    @property
+    def exclusive(self) -> bool:
+        return self.mode in EXCLUSIVE_MODES
 
 
 @dataclass
@@ -174,8 +207,9 @@ class PgModel:
     _xacts: dict = field(default_factory=dict)  # (pid, xact_key) -> Task
     _prepared: dict = field(default_factory=dict)  # virtualtransaction -> Task
     _tables: dict = field(default_factory=dict)  # (relid, role) -> Task of writers or vacuum
-    _holds: dict = field(default_factory=dict)  # (task, resource, object) -> Hold
-    _waits: dict = field(default_factory=dict)  # (task, resource, object) -> Wait
+    _holds: dict = field(default_factory=dict)  # (task, lock class, object) -> Hold
+    _waits: dict = field(default_factory=dict)  # (task, lock type, object) -> Wait
+    _open: dict = field(default_factory=dict)  # task id -> open transaction Task
     _resources: set = field(default_factory=set)
     _dead: dict = field(default_factory=dict)  # relid -> n_dead_tup last seen
     _vacuumed: dict = field(default_factory=dict)  # relid -> (task, pid, ts last seen at it)
@@ -208,9 +242,41 @@ class PgModel:
 
     def _end_task(self, task: Task, ts: int, fallback_name: str) -> None:
         if not task.named:
-            task.name = fallback_name
+            task.name = self._final_name(task) or fallback_name
             self._write_task(task)
         self.writer.add("tasks", {"task": task.task, "end": ts})
+
+    @staticmethod
+    def _final_name(task: Task) -> str | None:
+        return task.took_waited or task.waiting or task.name
+
+    def _statement_now(self, b: Backend) -> str | None:
+        """``pid N: <statement>`` of what the backend runs, or ran last in its transaction when
+        idle in it; None when that is transaction control or from before the transaction."""
+        if not b.query or _CONTROL.match(b.query):
+            return None
+        if b.xact_key is not None and (b.query_key is None or b.query_key < b.xact_key):
+            return None
+        return f"pid {b.pid}: {statement(b.query)}"
+
+    def _took(self, b: Backend, lock_type: str, written: list[str]) -> str | None:
+        """The statement seen when a hold first appeared. A row lock (or xid) comes from a
+        write: when the statement seen writes nothing (the write ended between two polls and
+        the transaction went on: ``SELECT pg_sleep(15)``), the tables it wrote are said too.
+
+        >>> m = PgModel(None, 0)
+        >>> b = Backend(7, "client backend", 0, 0, None, "", "active", None, 1, 1, 2, 2,
+        ...             "SELECT pg_sleep(15)", None, None, [])
+        >>> m._took(b, "pg.lock.transactionid", ["t"])
+        'pid 7: SELECT pg_sleep(15), after writing t'
+        >>> m._took(b, "pg.lock.relation", ["t"])
+        'pid 7: SELECT pg_sleep(15)'
+        """
+        now = self._statement_now(b)
+        if lock_type not in _WRITE_LOCKS or not written or (b.query and _WRITES.search(b.query)):
+            return now
+        tables = ", ".join(sorted(set(written)))
+        return f"{now}, after writing {tables}" if now else f"pid {b.pid}: a write to {tables}"
 
     def _session(self, b: Backend, ts: int) -> Task:
         key = (b.pid, b.backend_key)
@@ -235,10 +301,14 @@ class PgModel:
             began = min(b.xact_start or ts, ts)
             kind = "foreground" if b.foreground else "background"
             task = self._xacts[(b.pid, b.xact_key)] = self._new_task(kind, parent, began, None)
-        if not task.named and b.query and b.query_key is not None and b.query_key >= b.xact_key:
-            if not _CONTROL.match(b.query):
-                task.name = f"pid {b.pid}: {statement(b.query)}"
-                self._write_task(task)
+            self._open[task.task] = task
+            # its row now, its name when it ends (ingest keeps the first name written)
+            self.writer.add(
+                "tasks",
+                {"task": task.task, "kind": kind, "parent": parent, "start": task.start},
+            )
+        if task.name is None and b.query_key is not None:
+            task.name = self._statement_now(b)
         return task
 
     def _owner(self, b: Backend, ts: int) -> Task:
@@ -261,15 +331,11 @@ class PgModel:
     def _event(self, ts: int, kind: Kind, resource: str, task: int, thread: int, **extra) -> None:
         if resource not in self._resources:
             self._resources.add(resource)
-            dead = resource == DEAD_TUPLES
-            self.writer.add(
-                "resources",
-                {
-                    "resource": resource,
-                    "unit": "tuples" if dead else "locks",
-                    "sharing": "log" if dead else "shared",
-                },
-            )
+            if resource == DEAD_TUPLES:
+                row = {"resource": resource, "unit": "tuples", "sharing": "log"}
+            else:
+                row = resource_row(resource)
+            self.writer.add("resources", row)
         row = {"ts": ts, "kind": int(kind), "resource": resource, "task": task, "thread": thread}
         row.update(extra)
         self.writer.add("events", row)
@@ -286,8 +352,11 @@ class PgModel:
             if b.vacuum_relid is not None:
                 self._vacuumed[b.vacuum_relid] = (owner, b.pid, ts)
 
-        held: dict[tuple, tuple[Task, int]] = {}  # (task, resource, object) -> owner, thread
-        waiting: dict[tuple, tuple[Task, Backend, Lock]] = {}
+        held: dict[tuple, tuple[Task, int]] = {}  # (task, class, object) -> owner, thread
+        written: dict[int, list[str]] = defaultdict(list)  # task -> tables it writes
+        waiting: dict[tuple, tuple[Task, Backend, Lock]] = {}  # (task, lock type, object)
+        # (lock type, object) -> holder's pid (0: a prepared transaction) -> in an exclusive mode
+        granted: dict[tuple, dict[int, bool]] = defaultdict(dict)
         for lock in locks:
             if lock.pid is None:  # a prepared transaction
                 vt = lock.virtualtransaction or "?"
@@ -302,52 +371,104 @@ class PgModel:
                 if b is None:  # a backend born between the two reads
                     continue
                 owner, thread = self._owner(b, ts), b.pid
-            key = (owner.task, lock.resource, lock.object)
+            if lock.relname is not None and lock.granted:
+                written[owner.task].append(lock.relname)
             if lock.granted:
-                held[key] = (owner, thread)
+                resource = lock_class(lock.resource, lock.exclusive)
+                held[(owner.task, resource, lock.object)] = (owner, thread)
+                modes = granted[(lock.resource, lock.object)]
+                modes[thread] = modes.get(thread, False) or lock.exclusive
             else:
-                waiting[key] = (owner, by_pid[lock.pid], lock)
+                waiting[(owner.task, lock.resource, lock.object)] = (owner, by_pid[lock.pid], lock)
+        # the class each wait is on: that of what keeps it waiting
+        wait_class = {}
+        for key, (_, b, _) in waiting.items():
+            wait = self._waits.get(key)
+            if wait is not None:
+                wait_class[key] = wait.resource
+                continue
+            modes = granted[key[1:]]
+            hard = [modes[p] for p in set(b.blockers) if p in modes]
+            if not hard:  # queued behind other waiters: the holders ahead of them
+                hard = [x for p, x in modes.items() if p != b.pid]
+            wait_class[key] = lock_class(key[1], any(hard))
         # A blocker with no lock of its own on the awaited tag, and not queued for it, holds
-        # it through something the view does not show (its parallel workers): it holds it.
-        for (_, resource, obj), (_, b, _) in waiting.items():
+        # it through something the view does not show (its parallel workers): it holds it
+        # (in an exclusive class, only when nobody else is seen to).
+        for (task, base, obj), (_, b, _) in waiting.items():
+            resource = wait_class[(task, base, obj)]
             for pid in set(b.blockers) - {0}:
                 blocker = by_pid.get(pid)
-                if blocker is None:
+                if blocker is None or pid in granted[(base, obj)]:
                     continue
                 owner = self._owner(blocker, ts)
-                key = (owner.task, resource, obj)
-                if key not in held and key not in waiting:
-                    held[key] = (owner, blocker.pid)
+                if (owner.task, base, obj) in waiting:
+                    continue
+                if is_exclusive(resource) and any(k[1:] == (resource, obj) for k in held):
+                    continue
+                held.setdefault((owner.task, resource, obj), (owner, blocker.pid))
 
         # releases and ends of waits first: at one instant, ends come before starts
+        releases = []  # [ts, class, object, task, its ACQUIRE's ts, thread]
         for key in [k for k in self._holds if k not in held]:
             hold = self._holds.pop(key)
-            self._event(ts, Kind.RELEASE, key[1], key[0], hold.thread, object=key[2])
+            releases.append([ts, key[1], key[2], key[0], hold.acquired, hold.thread])
+        waited = set()  # (task, lock type, object) of the waits that ended in this poll
         for key in [k for k in self._waits if k not in waiting]:
             self._end_wait(key, ts)
+            waited.add(key)
+        handed = {(r[1], r[2]) for r in releases if is_exclusive(r[1])}
+        acquires = []  # [ts, class, object, task, None, Hold]
         for key, (owner, thread) in held.items():
-            hold = self._holds.get(key)
-            if hold is None:
-                at = min(ts, max(prev, owner.start))
-                hold = self._holds[key] = Hold(at, thread)
-                self._event(at, Kind.ACQUIRE, key[1], key[0], thread, object=key[2])
+            if key in self._holds:
+                continue
+            at = min(ts, max(prev, owner.start))
+            # a lock that changed hands, or that it waited for, in this poll: at this poll,
+            # after the previous holder's RELEASE and its own wait's end
+            base = key[1][: -len(SHARED_SUFFIX)] if not is_exclusive(key[1]) else key[1]
+            if key[1:] in handed or (key[0], base, key[2]) in waited:
+                at = ts
+            b = by_pid.get(thread)
+            took = self._took(b, base, written[key[0]]) if b is not None else None
+            hold = self._holds[key] = Hold(at, thread, took=took)
+            acquires.append([at, key[1], key[2], key[0], None, hold])
+        ordered(acquires, releases)
+        for at, resource, obj, task, _, thread in sorted(releases, key=lambda r: r[0]):
+            self._event(at, Kind.RELEASE, resource, task, thread, object=obj)
+        for at, resource, obj, task, _, hold in acquires:
+            hold.acquired = at
+            self._event(at, Kind.ACQUIRE, resource, task, hold.thread, object=obj)
+        for key, (_, thread) in held.items():
+            hold = self._holds[key]
             b = by_pid.get(thread)
             if b is not None and b.state == "active" and b.wait_event_type != "Lock":
                 if hold.used_for != b.query_key:
                     hold.used_for = b.query_key
                     self._event(ts, Kind.USE, key[1], key[0], thread, object=key[2])
-        for key, (_, b, lock) in waiting.items():
+        for key, (owner, b, lock) in waiting.items():
             wait = self._waits.get(key)
             if wait is None:
+                resource = wait_class[key]
                 begin = lock.waitstart
                 if begin is None:
                     begin = max(prev, b.query_start or prev)
                 # never before the recording, nor before the holders it waits for (whose
                 # ACQUIREs are placed at the earliest they may have happened)
-                holders = [h.acquired for k, h in self._holds.items() if k[1:] == key[1:]]
+                holders = [
+                    h.acquired for k, h in self._holds.items() if k[1:] == (resource, key[2])
+                ]
                 begin = min(ts, max(begin, self.start, *holders))
-                wait = self._waits[key] = Wait(begin, b.pid)
+                wait = self._waits[key] = Wait(begin, b.pid, resource)
+                if owner.waiting is None:
+                    owner.waiting = self._statement_now(b)
             wait.blockers = max(wait.blockers, len(set(b.blockers)))
+        # the transactions that hold what others wait for are named by what took it
+        for (task, _, obj), wait in self._waits.items():
+            for (holder, resource, o), hold in self._holds.items():
+                if o == obj and resource == wait.resource and holder != task:
+                    xact = self._open.get(holder)
+                    if xact is not None and xact.took_waited is None:
+                        xact.took_waited = hold.took
 
         self._end_gone_tasks(by_pid, ts)
         self._prev = ts
@@ -357,7 +478,7 @@ class PgModel:
         self._event(
             wait.begin,
             Kind.WAIT,
-            key[1],
+            wait.resource,
             key[0],
             wait.thread,
             object=key[2],
@@ -370,6 +491,7 @@ class PgModel:
             b = by_pid.get(pid)
             if b is None or b.xact_key != xact_key:
                 del self._xacts[(pid, xact_key)]
+                self._open.pop(task.task, None)
                 self._end_task(task, ts, f"pid {pid}: transaction")
         for (pid, backend_key), task in list(self._sessions.items()):
             b = by_pid.get(pid)
@@ -439,7 +561,11 @@ class PgModel:
         length); holds stay open, as the server still has them."""
         for key in list(self._waits):
             self._end_wait(key, None)
-        for task in [*self._xacts.values(), *self._sessions.values(), *self._prepared.values()]:
+        for (pid, _), task in self._xacts.items():
+            if not task.named:
+                task.name = self._final_name(task) or f"pid {pid}: transaction"
+                self._write_task(task)
+        for task in [*self._sessions.values(), *self._prepared.values()]:
             if not task.named:
                 task.name = task.name or f"task {task.task}"
                 self._write_task(task)

@@ -4,7 +4,9 @@ task, a resource, an event and a site; this module fetches the rows.
 
 Every poll is one round trip of several statements (statements, transactions, metadata locks,
 row lock waits, foreground threads); a second one reads events_waits_current when a new
-metadata lock wait shows, and events_waits_history_long when one ended, for their real times.
+metadata lock wait shows, and events_waits_history_long when one ended, for their real times;
+and events_statements_history when a new lock's owning statement has already ended, for the
+statement that took it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from gigi.errors import RecordError
-from gigi.record._mariadb_model import Model, Poll
+from gigi.record._locks import resource_row
+from gigi.record._mariadb_model import Model, Poll, covers
 from gigi.schema._write import TraceWriter
 
 WRITER = "gigi-record-mariadb 1"
@@ -32,6 +35,7 @@ CONSUMERS = (
     ("global_instrumentation", True),
     ("thread_instrumentation", True),
     ("events_statements_current", False),
+    ("events_statements_history", False),
     ("events_transactions_current", False),
     ("events_waits_current", False),
     ("events_waits_history_long", False),
@@ -47,24 +51,29 @@ _LOCKS = """SELECT OBJECT_TYPE, OBJECT_SCHEMA, OBJECT_NAME, OBJECT_INSTANCE_BEGI
 _THREADS = """SELECT THREAD_ID, NAME, TYPE, PROCESSLIST_ID, PROCESSLIST_USER, PROCESSLIST_HOST,
     PROCESSLIST_DB, THREAD_OS_ID FROM performance_schema.threads"""
 # Row lock waits: (waiting connection, blocking connection, lock name, wait start and the
-# blocker's transaction start as unix seconds)
+# blocker's transaction start as unix seconds, the blocking lock's mode)
 _ROW_WAITS_INNODB = """SELECT rt.trx_mysql_thread_id, bt.trx_mysql_thread_id,
     CONCAT_WS(' ', l.lock_table, l.lock_index, l.lock_data), UNIX_TIMESTAMP(rt.trx_wait_started),
-    UNIX_TIMESTAMP(bt.trx_started)
+    UNIX_TIMESTAMP(bt.trx_started), bl.lock_mode
     FROM information_schema.INNODB_LOCK_WAITS w
     JOIN information_schema.INNODB_TRX rt ON rt.trx_id = w.requesting_trx_id
     JOIN information_schema.INNODB_TRX bt ON bt.trx_id = w.blocking_trx_id
     JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id
+    LEFT JOIN information_schema.INNODB_LOCKS bl ON bl.lock_id = w.blocking_lock_id
     WHERE NOT (bt.trx_requested_lock_id <=> w.blocking_lock_id)"""
 _ROW_WAITS_DATA_LOCKS = """SELECT rt.PROCESSLIST_ID, bt.PROCESSLIST_ID,
     CONCAT_WS(' ', CONCAT(l.OBJECT_SCHEMA, '.', l.OBJECT_NAME), l.INDEX_NAME, l.LOCK_DATA),
-    NULL, NULL
+    NULL, NULL, bl.LOCK_MODE
     FROM performance_schema.data_lock_waits w
     JOIN performance_schema.data_locks l ON l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
     JOIN performance_schema.threads rt ON rt.THREAD_ID = w.REQUESTING_THREAD_ID
     JOIN performance_schema.threads bt ON bt.THREAD_ID = w.BLOCKING_THREAD_ID
     JOIN performance_schema.data_locks bl ON bl.ENGINE_LOCK_ID = w.BLOCKING_ENGINE_LOCK_ID
     WHERE bl.LOCK_STATUS = 'GRANTED'"""
+# The statements of some threads that have ended (the last few of each thread; the long history
+# of all threads, when its consumer is on, for those the short one no longer has)
+_HISTORY = """SELECT THREAD_ID, EVENT_ID, END_EVENT_ID, NESTING_EVENT_ID, SQL_TEXT
+    FROM performance_schema.{table} WHERE THREAD_ID IN ({marks})"""
 
 
 @dataclass
@@ -363,14 +372,7 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
         writer.extend("events", events)
         writer.extend("tasks", tasks)
         writer.extend("sites", sites)
-        writer.extend(
-            "resources",
-            [
-                {"resource": r, "unit": "locks", "sharing": "shared"}
-                for r in model.objects
-                if r not in resources
-            ],
-        )
+        writer.extend("resources", [resource_row(r) for r in model.objects if r not in resources])
         resources.update(model.objects)
         written["events"] += len(events)
         written["tasks"] += len(tasks)
@@ -384,6 +386,7 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
     started = time.monotonic()
     next_poll, next_flush = started, started + flush_every
     known_resources: set[str] = set()
+    history_long = consumers.get("events_statements_history_long") == "YES"
     try:
         while not stop.is_set():
             now = time.monotonic()
@@ -392,7 +395,9 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
             rows_now = row_sql is not None and now >= next_rows
             if rows_now:
                 next_rows = now + row_every
-            poll = _poll(s, model, statements, row_sql if rows_now else None, wall_offset)
+            poll = _poll(
+                s, model, statements, row_sql if rows_now else None, wall_offset, history_long
+            )
             rec.poll_ms.append((poll.received - poll.sent) / 1e6)
             model.add(poll)
             rec.polls += 1
@@ -430,7 +435,7 @@ def _run(s, rec, out, own, row_sql, consumers, duration, interval, flush_every, 
         )
 
 
-def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
+def _poll(s: _Session, model: Model, statements, row_sql, wall_offset, history_long) -> Poll:
     batch = statements + ([row_sql] if row_sql is not None else [])
     batch.append(_THREADS + " WHERE TYPE = 'FOREGROUND'")  # last: every lock owner is in it
     sent = time.monotonic_ns()
@@ -445,7 +450,7 @@ def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
     if row_sql is not None:
         poll.row_waits = []
         for r in next(parts):
-            w, b, name, wait_start, blocker_start = tuple(r.values())
+            w, b, name, wait_start, blocker_start, mode = tuple(r.values())
             poll.row_waits.append(
                 (
                     w,
@@ -455,6 +460,7 @@ def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
                     None
                     if blocker_start is None
                     else wall_offset + int(float(blocker_start) * 1e9),
+                    mode,
                 )
             )
     poll.threads = next(parts)
@@ -492,4 +498,19 @@ def _poll(s: _Session, model: Model, statements, row_sql, wall_offset) -> Poll:
                     old = poll.mdl_waits.get((thread, event))
                     if old is None or old[1] is None:
                         poll.mdl_waits[(thread, event)] = (start, done, source)
+    # the statements that took new locks and have already ended
+    wanted = model.history_wanted(poll)
+    for table in ("events_statements_history", "events_statements_history_long"):
+        if not wanted or (table.endswith("long") and not history_long):
+            break
+        marks = ", ".join(["%s"] * len(wanted))
+        with s.con.cursor(s.pymysql.cursors.DictCursor) as cur:
+            cur.execute(_HISTORY.format(table=table, marks=marks), tuple(wanted))
+            for row in cur.fetchall():
+                poll.history.setdefault(row["THREAD_ID"], []).append(row)
+        wanted = {
+            tid: events
+            for tid, events in wanted.items()
+            if any(not any(covers(h, e) for h in poll.history.get(tid, ())) for e in events)
+        }
     return poll

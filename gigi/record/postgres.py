@@ -139,9 +139,14 @@ def _lock_tag(row: dict, database_oid: int) -> tuple[str, int]:
 
 
 def _who(row: dict) -> str:
-    who = f"{row['usename']}@{row['datname']}" if row["usename"] else ""
+    """``user@database (application)``, what is unknown left out.
+
+    >>> _who({"usename": "app", "datname": None, "application_name": ""})
+    'app'
+    """
+    who = "@".join(x for x in (row["usename"], row["datname"]) if x)
     app = row["application_name"]
-    return f"{who} ({app})" if app else who
+    return f"{who} ({app})".strip() if app else who
 
 
 class _Poller:
@@ -204,6 +209,8 @@ class _Poller:
                     r["granted"],
                     clock(r["waitstart"]),
                     r["virtualtransaction"],
+                    r["mode"],
+                    r["relname"],
                 )
             )
         self.model.poll(ts, backends, model_locks)

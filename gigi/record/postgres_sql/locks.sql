@@ -13,6 +13,11 @@ SELECT
     -- granted: held (true) or awaited (false)
     granted,
     -- waitstart: when the wait began (server timestamp); null for held locks
-    waitstart
+    waitstart,
+    -- relname: the table a transaction writes (or locks rows of), for a holder's name when the
+    -- statement that wrote it ended between two polls; null for the other locks
+    CASE WHEN locktype = 'relation' AND mode IN ('RowExclusiveLock', 'RowShareLock')
+            AND (SELECT c.relkind FROM pg_class AS c WHERE c.oid = relation) IN ('r', 'p')
+        THEN relation::regclass::text END AS relname
 FROM pg_locks
 WHERE pid IS DISTINCT FROM pg_backend_pid()
