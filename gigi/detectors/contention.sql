@@ -5,7 +5,7 @@
 --   first, with their share of the blame), or the resource admits one holder at a time and
 --   the blame is spread over many short holders (a hot spot: a hot row, a hot lock), whose
 --   tasks are named as groups. A pool whose blame is spread evenly is under-provisioning's.
--- param min_wait: wait blamed on other tasks, as a share of the trace's length, before a resource's waits are significant (default 0.1)
+-- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is, before a resource's waits are significant (default 0.1)
 -- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
 WITH blame AS (
@@ -28,15 +28,18 @@ WITH blame AS (
               AND (ns >= getvariable('contention_standout_ratio') * mean_below OR culprits = 1)
               AS standout
     FROM ranked
-), top AS (
+), named AS (
     -- the standouts, then the most blamed of the rest: five in all, or every standout
-    SELECT resource,
-           list(culprit ORDER BY standout DESC, place)
-               FILTER (WHERE standout OR place <= 5) AS tasks,
-           max(share) AS top_share, any_value(culprits) AS culprits,
-           count(*) FILTER (WHERE standout) AS standouts,
-           coalesce(sum(share) FILTER (WHERE standout), 0) AS standout_share
-    FROM flagged GROUP BY resource
+    SELECT resource, list(culprit ORDER BY CASE WHEN standout THEN 0 ELSE 1 END, place) AS tasks
+    FROM flagged WHERE standout OR place <= 5 GROUP BY resource
+), top AS (
+    SELECT f.resource, any_value(n.tasks) AS tasks,
+           max(f.share) AS top_share, any_value(f.culprits) AS culprits,
+           sum(CASE WHEN f.standout THEN 1 ELSE 0 END) AS standouts,
+           coalesce(sum(CASE WHEN f.standout THEN f.share ELSE 0 END), 0) AS standout_share,
+           min(CASE WHEN f.standout THEN f.place END) AS first_place
+    FROM flagged AS f JOIN named AS n USING (resource)
+    GROUP BY f.resource
 ), victims AS (
     -- tasks slowed, most first; a culprit is not its own victim (min_by with a count keeps
     -- the first 100 by its key, a heap a resource, where a sorted list would hold them all)
@@ -46,7 +49,7 @@ WITH blame AS (
     WHERE NOT coalesce(list_contains(t.tasks, b.victim), false)
     GROUP BY b.resource
 ), judged AS (
-    SELECT m.*, coalesce(n.name, printf('task %d', t.tasks[1])) AS first_name,
+    SELECT m.*, coalesce(n.name, printf('task %d', ff.culprit)) AS first_name,
            coalesce(h.hold_ns, 0) / m.trace_ns AS first_held, t.tasks AS top_tasks, t.top_share, t.culprits,
            coalesce(t.standouts, 0) AS standouts, coalesce(t.standout_share, 0) AS standout_share,
            -- one holder at a time: declared exclusive, a capacity of one, or never seen
@@ -54,26 +57,33 @@ WITH blame AS (
            coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
                OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1) AS one_at_a_time,
            v.victim_tasks,
-           m.blamed_ns / m.trace_ns AS blamed_per_trace
+           m.blamed_ns / m.trace_ns AS blamed_per_trace,
+           -- the blamed wait counts in proportion to the share of all the resource's wait
+           -- that had a holder to blame: where most waits had none (the slow path itself, or
+           -- holds whose RELEASE was lost and that were paired with a later one), blame is
+           -- the lesser part of the story and the less certain
+           m.blamed_ns / greatest(m.wait_ns, 1) AS attributed,
+           (m.blamed_ns / m.trace_ns) * (m.blamed_ns / greatest(m.wait_ns, 1)) AS weighed
     FROM metrics_resources AS m
     LEFT JOIN top AS t USING (resource)
     LEFT JOIN victims AS v USING (resource)
     -- the first standout's name and how long it held the resource
-    LEFT JOIN tasks AS n ON t.standouts > 0 AND n.task = t.tasks[1]
-    LEFT JOIN metrics_tasks AS h ON t.standouts > 0 AND h.resource = m.resource
-        AND h.task = t.tasks[1]
+    LEFT JOIN flagged AS ff ON ff.resource = m.resource AND ff.place = t.first_place
+    LEFT JOIN tasks AS n ON n.task = ff.culprit
+    LEFT JOIN metrics_tasks AS h ON h.resource = m.resource AND h.task = ff.culprit
     WHERE m.waits > 0
 )
 SELECT
     resource,
     -- 0.5 where the blamed wait reaches min_wait, 1 at five times it
-    least(1.0, 0.5 + 0.125 * (blamed_per_trace / getvariable('min_wait') - 1.0)) AS score,
+    least(1.0, 0.5 + 0.125 * (weighed / getvariable('min_wait') - 1.0)) AS score,
     coalesce(top_tasks, []::BIGINT[]) AS culprit_tasks,
     coalesce(victim_tasks, []::BIGINT[]) AS victim_tasks,
     to_json({
         'wait_ns': wait_ns, 'blamed_wait_ns': blamed_ns,
         'unattributed_wait_ns': unattributed_ns, 'victims': victims,
         'blamed_wait_per_trace_time': round(blamed_per_trace, 3),
+        'blamed_share_of_wait': round(attributed, 3), 'weighed_blame': round(weighed, 3),
         'culprits': coalesce(culprits, 0),
         'top_culprit_share': round(coalesce(top_share, 0), 3),
         'standouts': standouts,
@@ -82,11 +92,15 @@ SELECT
         'peak_outstanding': peak, 'capacity': capacity
     })::VARCHAR AS evidence,
     CASE WHEN standouts > 0 THEN
-        printf('%s%s held %s for %.0f%% of the run and carr%s %.0f%% of the blame%s: %d tasks waited %.1f s for it',
+        printf('%s%s held %s %s and carr%s %.0f%% of the blame%s: %d tasks waited %.1f s for it',
                first_name,
                CASE WHEN standouts > 1 THEN printf(' and %d other standout(s)', standouts - 1)
                     ELSE '' END,
-               resource, 100 * first_held, CASE WHEN standouts > 1 THEN 'y' ELSE 'ies' END,
+               resource,
+               -- holds summed: over the run's length, the units it held on average
+               CASE WHEN first_held <= 1 THEN printf('for %.0f%% of the run', 100 * first_held)
+                    ELSE printf('%.1f units on average over the run', first_held) END,
+               CASE WHEN standouts > 1 THEN 'y' ELSE 'ies' END,
                100 * standout_share,
                CASE WHEN culprits > standouts
                     THEN printf('; the rest is spread over %d other tasks', culprits - standouts)
@@ -97,9 +111,9 @@ SELECT
                victims, blamed_ns / 1e9, resource, culprits, 100 * top_share)
     END AS summary,
     CASE
-        WHEN blamed_per_trace < getvariable('min_wait') THEN
-            printf('wait blamed on other holders is %.3f of the trace''s length; significant from %.3f (min_wait)',
-                   blamed_per_trace, getvariable('min_wait'))
+        WHEN weighed < getvariable('min_wait') THEN
+            printf('wait blamed on other holders is %.3f of the trace''s length and %.0f%% of all its wait, which weighs %.3f; significant from %.3f (min_wait)',
+                   blamed_per_trace, 100 * attributed, weighed, getvariable('min_wait'))
         WHEN standouts = 0 AND NOT one_at_a_time THEN
             printf('no holder stands out (the most blamed carries %.0f%%; a standout needs %.0f%% and %gx the mean of those below it) and %s admits more than one holder: spread blame on a pool is under-provisioning''s',
                    100 * coalesce(top_share, 0), 100 * getvariable('contention_standout_share'),

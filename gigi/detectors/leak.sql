@@ -2,7 +2,8 @@
 -- failure_mode: leak
 -- meaning: units acquired by tasks that have ended were never released, and no other task
 --   releases them either: they are lost to the resource (an object of it that is lost counts
---   once somebody waits for it). The resource's own count must agree
+--   once somebody waits for it, or for any unit of the resource: a pool's connections are
+--   waited for as object 0). The resource's own count must agree
 --   (units still outstanding at the end, not above its capacity by more than lost events
 --   explain): releases lost from the trace also leave holds open, but they do not add up.
 -- param leak_min_share: leaked units as a share of the capacity (or of the peak) (default 0.05)
@@ -20,6 +21,14 @@ WITH last_acquire AS (
     SELECT w.resource, w.object, max(w.seq) AS seq
     FROM waits AS w JOIN last_wait AS l USING (resource, object)
     WHERE w.task <> l.task GROUP BY ALL
+), last_any_wait AS (
+    -- the same for waits for any unit of the resource (object 0): a pool's waiters
+    SELECT resource, max(seq) AS seq, arg_max(task, seq) AS task
+    FROM waits WHERE object = 0 GROUP BY ALL
+), other_any_wait AS (
+    SELECT w.resource, max(w.seq) AS seq
+    FROM waits AS w JOIN last_any_wait AS l USING (resource)
+    WHERE w.object = 0 AND w.task <> l.task GROUP BY ALL
 ), leaked AS (
     -- An object acquired again later (by anyone) was not really lost: its RELEASE was.
     SELECT h.resource, h.task, sum(h.amount) AS units,
@@ -29,13 +38,18 @@ WITH last_acquire AS (
     LEFT JOIN last_acquire AS la ON la.resource = h.resource AND la.object = h.object
     LEFT JOIN last_wait AS lw ON lw.resource = h.resource AND lw.object = h.object
     LEFT JOIN other_wait AS ow ON ow.resource = h.resource AND ow.object = h.object
+    LEFT JOIN last_any_wait AS law ON law.resource = h.resource
+    LEFT JOIN other_any_wait AS oaw ON oaw.resource = h.resource
     WHERE h.open AND h.outlived_task
         AND t."end" <= i."end" - getvariable('leak_min_age') * (i."end" - i.start)
         AND (h.object = 0 OR (
-            -- an object nobody acquired again, and that somebody else waited for in vain
+            -- an object nobody acquired again, and that somebody else waited for in vain,
+            -- by name or as any unit of the resource
             coalesce(la.seq, 0) <= h.acquire_seq
             AND (lw.seq > h.acquire_seq AND lw.task <> h.task
-                 OR ow.seq > h.acquire_seq)))
+                 OR ow.seq > h.acquire_seq
+                 OR law.seq > h.acquire_seq AND law.task <> h.task
+                 OR oaw.seq > h.acquire_seq)))
     GROUP BY ALL
 ), released_by_others AS (
     -- resources whose holds are normally ended by other tasks (a purge, a reclaimer)

@@ -4,7 +4,7 @@
 --   out (contention's culprits) are set aside, the wait left is still significant and spread
 --   over many holders: the resource is too small for the load. A resource can be both
 --   contended and too small; the diagnosis then lists both, contention first.
--- param min_wait: wait blamed on other tasks, as a share of the trace's length, before a resource's waits are significant (default 0.1)
+-- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is, before a resource's waits are significant (default 0.1)
 -- param underprov_full_share: share of the trace the resource must spend near capacity (default 0.3)
 -- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
@@ -70,7 +70,10 @@ WITH bound AS (
 ), judged AS (
     SELECT m.*, b.capacity AS bound, b.inferred, coalesce(f.share, 0) AS near_full,
            w.victim_tasks, coalesce(w.n, 0) AS waiting,
-           (m.blamed_ns - coalesce(s.ns, 0)) / m.trace_ns AS rest_per_trace,
+           -- weighed as contention weighs blame: by the share of all the wait it is
+           s.ns AS standout_ns,
+           (m.blamed_ns - coalesce(s.ns, 0)) / m.trace_ns * m.blamed_ns / greatest(m.wait_ns, 1)
+               AS rest_per_trace,
            coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
                OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1) AS one_at_a_time
     FROM metrics_resources AS m
@@ -98,7 +101,7 @@ SELECT
     printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, and %.1f s of it is spread over holders none of whom stands out: it is too small for the load',
            waiting, wait_ns / 1e9, resource, bound,
            CASE WHEN inferred THEN ' (the most it held; none was declared)' ELSE '' END,
-           100 * near_full, rest_per_trace * trace_ns / 1e9) AS summary,
+           100 * near_full, (blamed_ns - coalesce(standout_ns, 0)) / 1e9) AS summary,
     CASE
         WHEN one_at_a_time THEN
             printf('%s admits one holder at a time: it cannot be made larger (spread blame on it is a hot spot, contention''s)',
@@ -107,7 +110,7 @@ SELECT
             'a log with no declared capacity: nothing bounds it, so it cannot be full'
         WHEN bound <= 0 THEN 'nothing was ever held, so it was never full'
         WHEN rest_per_trace < getvariable('min_wait') THEN
-            printf('wait blamed on holders other than the standouts is %.3f of the trace''s length; significant from %.3f (min_wait)',
+            printf('wait blamed on holders other than the standouts weighs %.3f of the trace''s length; significant from %.3f (min_wait)',
                    greatest(rest_per_trace, 0), getvariable('min_wait'))
         WHEN near_full < getvariable('underprov_full_share') THEN
             printf('near its capacity of %d for %.0f%% of the trace; too small needs %.0f%% (underprov_full_share)',

@@ -38,8 +38,14 @@ def waited(engine) -> list[dict]:
     )
     out = []
     for row in rows:
-        figures = dict(zip(_FIGURES, row, strict=True))
-        figures["significant"] = figures["blamed_ns"] >= figures["min_wait"] * figures["trace_ns"]
+        figures = {
+            k: v if v is None or isinstance(v, str | bool | int) else float(v)
+            for k, v in zip(_FIGURES, row, strict=True)
+        }
+        # as the detectors weigh it: blamed wait, by the share of all the wait it is
+        share = figures["blamed_ns"] / max(figures["wait_ns"], 1)
+        figures["weighed_blame"] = figures["blamed_ns"] / max(figures["trace_ns"], 1) * share
+        figures["significant"] = figures["weighed_blame"] >= figures["min_wait"]
         out.append(figures)
     return out
 
@@ -83,8 +89,8 @@ def why_quiet(figure: dict, verdicts) -> list[str]:
     lines = [
         f"{figure['resource']}: {figure['waits']:,} waits, {figure['wait_ns'] / 1e9:.2f} s "
         f"waited, {figure['blamed_ns'] / 1e9:.2f} s of it behind other tasks "
-        f"({figure['blamed_ns'] / trace_ns:.3f} x the trace's length; significant from "
-        f"{figure['min_wait']:g})"
+        f"({figure['blamed_ns'] / trace_ns:.3f} x the trace's length, weighing "
+        f"{figure['weighed_blame']:.3f}; significant from {figure['min_wait']:g})"
     ]
     if figure["waits"] and figure["unattributed_ns"] > 0.5 * figure["wait_ns"]:
         lines.append(

@@ -154,8 +154,9 @@ def render_explain(doc: dict) -> str:
     lines = [
         f"{doc['resource']}: {f['waits']:,} waits, {f['wait_ns'] / 1e9:.2f} s waited, "
         f"{f['blamed_ns'] / 1e9:.2f} s behind other tasks "
-        f"({f['blamed_ns'] / max(f['trace_ns'], 1):.3f} x the trace's length; significant "
-        f"from {f['min_wait']:g}), {f['victims']} tasks blocked by others; capacity "
+        f"({f['blamed_ns'] / max(f['trace_ns'], 1):.3f} x the trace's length, weighing "
+        f"{f['weighed_blame']:.3f}; significant from {f['min_wait']:g}), {f['victims']} "
+        "tasks blocked by others; capacity "
         f"{'not declared' if f['capacity'] is None else f['capacity']}, peak {f['peak']}, "
         f"sharing {f['sharing'] or 'not declared'}"
     ]
