@@ -160,7 +160,7 @@ def test_leaked_pool_units_that_later_tasks_wait_for_are_a_leak(tmp_path):
     d = diagnose(tmp_path / "t")
     first = d.findings[0]
     assert (first.failure_mode, first.resource) == ("leak", "app.conn_pool")
-    assert first.evidence["leaked_units"] == 9
+    assert first.evidence["kept_units"] == 9 and first.evidence["lost_units"] >= 8
 
 
 def test_a_quiet_trace_says_what_it_saw_and_why_nothing_fired(tmp_path, capsys):
@@ -171,7 +171,7 @@ def test_a_quiet_trace_says_what_it_saw_and_why_nothing_fired(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "no findings" in out
     assert "app.lock: 3 waits, 0.04 s waited" in out
-    assert "contention: wait blamed on other holders is" in out
+    assert "contention: its waits (each behind a holder" in out
     d = diagnose(tmp_path / "t")
     doc = explain(d, "app.lock")
     verdicts = {v["detector"]: v for v in doc["verdicts"]}

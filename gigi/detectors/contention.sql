@@ -5,7 +5,7 @@
 --   first, with their share of the blame), or the resource admits one holder at a time and
 --   the blame is spread over many short holders (a hot spot: a hot row, a hot lock), whose
 --   tasks are named as groups. A pool whose blame is spread evenly is under-provisioning's.
--- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is, before a resource's waits are significant (default 0.1)
+-- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource that admits one holder at a time), before a resource's waits are significant (default 0.1)
 -- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
 WITH blame AS (
@@ -61,9 +61,14 @@ WITH blame AS (
            -- the blamed wait counts in proportion to the share of all the resource's wait
            -- that had a holder to blame: where most waits had none (the slow path itself, or
            -- holds whose RELEASE was lost and that were paired with a later one), blame is
-           -- the lesser part of the story and the less certain
+           -- the lesser part of the story and the less certain. On a resource that admits
+           -- one holder at a time every wait is behind a holder, seen or not: all of it counts.
            m.blamed_ns / greatest(m.wait_ns, 1) AS attributed,
-           (m.blamed_ns / m.trace_ns) * (m.blamed_ns / greatest(m.wait_ns, 1)) AS weighed
+           CASE WHEN coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
+                     OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1)
+                THEN m.wait_ns / m.trace_ns
+                ELSE (m.blamed_ns / m.trace_ns) * (m.blamed_ns / greatest(m.wait_ns, 1))
+           END AS weighed
     FROM metrics_resources AS m
     LEFT JOIN top AS t USING (resource)
     LEFT JOIN victims AS v USING (resource)
@@ -112,8 +117,12 @@ SELECT
     END AS summary,
     CASE
         WHEN weighed < getvariable('min_wait') THEN
-            printf('wait blamed on other holders is %.3f of the trace''s length and %.0f%% of all its wait, which weighs %.3f; significant from %.3f (min_wait)',
-                   blamed_per_trace, 100 * attributed, weighed, getvariable('min_wait'))
+            CASE WHEN one_at_a_time
+                 THEN printf('its waits (each behind a holder: it admits one at a time) are %.3f of the trace''s length; significant from %.3f (min_wait)',
+                             weighed, getvariable('min_wait'))
+                 ELSE printf('wait blamed on other holders is %.3f of the trace''s length and %.0f%% of all its wait, which weighs %.3f; significant from %.3f (min_wait)',
+                             blamed_per_trace, 100 * attributed, weighed, getvariable('min_wait'))
+            END
         WHEN standouts = 0 AND NOT one_at_a_time THEN
             printf('no holder stands out (the most blamed carries %.0f%%; a standout needs %.0f%% and %gx the mean of those below it) and %s admits more than one holder: spread blame on a pool is under-provisioning''s',
                    100 * coalesce(top_share, 0), 100 * getvariable('contention_standout_share'),

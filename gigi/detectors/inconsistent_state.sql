@@ -61,7 +61,9 @@ WITH suspects AS (
                                       / (4.0 * getvariable('inconsistent_min_events')))
                 ELSE 0.0 END AS rule_score,
            -- lost RELEASEs move the count by about sqrt(2 x ACQUIREs) x the units of one
-           CASE WHEN m.capacity > 0 AND m.peak > m.capacity
+           -- (an exclusive resource's capacity is per object, not for the class's count)
+           CASE WHEN m.capacity > 0 AND m.sharing IS DISTINCT FROM 'exclusive'
+                     AND m.peak > m.capacity
                      + 2.0 * sqrt(2.0 * m.acquires) * m.acquired / greatest(m.acquires, 1)
                 THEN least(1.0, (m.peak - m.capacity)
                                 / (4.0 * sqrt(2.0 * m.acquires) * m.acquired

@@ -11,13 +11,14 @@
 -- param growth_min_noise_ratio: rise as a multiple of what lost events alone could add (default 4)
 WITH episode AS (
     -- A rise within what lost events could explain, or a count above the capacity (the
-    -- events do not add up), is not evidence of growth.
+    -- events do not add up), is not evidence of growth. An exclusive resource's capacity is
+    -- per object (one holder of each), so its class-wide count is not held to it.
     SELECT * FROM metrics_resources
     WHERE growth_sustained
         AND growth_rise >= getvariable('growth_min_rise') * greatest(growth_base, 1)
         AND growth_span_share >= getvariable('growth_min_span')
         AND growth_rise >= getvariable('growth_min_noise_ratio') * growth_noise
-        AND (capacity IS NULL OR peak <= 1.5 * capacity)
+        AND (capacity IS NULL OR sharing = 'exclusive' OR peak <= 1.5 * capacity)
 ), holders AS (
     -- unit-time each task held during the episode
     SELECT h.resource, h.task,

@@ -28,6 +28,15 @@ _FIGURES = (
 )
 
 
+def one_at_a_time(figures: dict) -> bool:
+    """The resource admits one holder at a time (as contention.sql reads it)."""
+    return (
+        figures["sharing"] == "exclusive"
+        or figures["capacity"] == 1
+        or (figures["capacity"] is None and figures["sharing"] is None and figures["peak"] <= 1)
+    )
+
+
 def waited(engine) -> list[dict]:
     """Every resource, most waited for first, with its figures."""
     rows = engine.rows(
@@ -42,9 +51,12 @@ def waited(engine) -> list[dict]:
             k: v if v is None or isinstance(v, str | bool | int) else float(v)
             for k, v in zip(_FIGURES, row, strict=True)
         }
-        # as the detectors weigh it: blamed wait, by the share of all the wait it is
+        # as the detectors weigh it: blamed wait, by the share of all the wait it is; all
+        # the wait where one holder at a time is admitted (each wait is behind one)
         share = figures["blamed_ns"] / max(figures["wait_ns"], 1)
         figures["weighed_blame"] = figures["blamed_ns"] / max(figures["trace_ns"], 1) * share
+        if one_at_a_time(figures):
+            figures["weighed_blame"] = figures["wait_ns"] / max(figures["trace_ns"], 1)
         figures["significant"] = figures["weighed_blame"] >= figures["min_wait"]
         out.append(figures)
     return out

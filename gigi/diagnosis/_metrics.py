@@ -146,6 +146,39 @@ FROM events WHERE kind = 2 AND object <> 0
 GROUP BY resource, object, task HAVING count(*) >= 2
 UNION ALL
 SELECT resource, object, task, ts, ts + dur, amount FROM events WHERE kind = 2 AND dur > 0
+UNION ALL
+-- on a resource that admits one holder at a time, a task that used or released an object
+-- without any ACQUIRE of it in the trace held it all the same (its ACQUIRE was lost): from
+-- its first USE of it (or, with none, a typical hold of the resource before its RELEASE),
+-- never before the end of its last wait for it nor before the task began, to its last
+-- RELEASE of it, or to the task's end when it has none (a lock is kept to the end)
+SELECT resource, object, task, least(start, "end"), "end", 1
+FROM (
+SELECT x.resource, x.object, x.task,
+       greatest(coalesce(t.start, x.first_ts), coalesce(x.waited_until, t.start, x.first_ts),
+                coalesce(x.first_use, x.released_ts - coalesce(m.typical, 0), x.first_ts))
+           AS start,
+       coalesce(x.released_ts, greatest(t."end", x.last_ts), x.last_ts) AS "end"
+FROM (
+    SELECT e.resource, e.object, e.task,
+           min(e.ts) FILTER (WHERE e.kind IN (2, 3)) AS first_ts,
+           max(e.ts) FILTER (WHERE e.kind IN (2, 3)) AS last_ts,
+           min(e.ts) FILTER (WHERE e.kind = 2) AS first_use,
+           max(e.ts) FILTER (WHERE e.kind = 3) AS released_ts,
+           max(e.ts + coalesce(e.dur, 0)) FILTER (WHERE e.kind = 0) AS waited_until
+    FROM events AS e
+    JOIN resources AS r ON r.resource = e.resource
+        AND (r.sharing = 'exclusive' OR r.capacity = 1)
+    WHERE e.object <> 0
+    GROUP BY e.resource, e.object, e.task
+    HAVING count(*) FILTER (WHERE e.kind = 1) = 0
+        AND count(*) FILTER (WHERE e.kind IN (2, 3)) > 0
+) AS x
+LEFT JOIN tasks AS t ON t.task = x.task
+LEFT JOIN (SELECT resource, median(hold_ns) AS typical FROM holds
+           WHERE NOT open AND NOT began_before_trace GROUP BY resource) AS m
+    ON m.resource = x.resource
+)
 """
 
 
