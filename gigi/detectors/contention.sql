@@ -5,7 +5,7 @@
 --   first, with their share of the blame), or the resource admits one holder at a time and
 --   the blame is spread over many short holders (a hot spot: a hot row, a hot lock), whose
 --   tasks are named as groups. A pool whose blame is spread evenly is under-provisioning's.
--- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource that admits one holder at a time), before a resource's waits are significant (default 0.1)
+-- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource declared to admit one holder at a time), before a resource's waits are significant (default 0.2)
 -- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
 WITH blame AS (
@@ -40,6 +40,12 @@ WITH blame AS (
            min(CASE WHEN f.standout THEN f.place END) AS first_place
     FROM flagged AS f JOIN named AS n USING (resource)
     GROUP BY f.resource
+), objects AS (
+    -- how the blame falls on the objects waited for: one hot object, or many
+    SELECT resource, count(*) AS objects, max(ns) / greatest(sum(ns), 1) AS top_object_share,
+           arg_max(object, ns) AS top_object
+    FROM (SELECT resource, object, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL)
+    GROUP BY resource
 ), victims AS (
     -- tasks slowed, most first; a culprit is not its own victim (min_by with a count keeps
     -- the first 100 by its key, a heap a resource, where a sorted list would hold them all)
@@ -56,22 +62,24 @@ WITH blame AS (
            -- held by two when nothing was declared
            coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
                OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1) AS one_at_a_time,
-           v.victim_tasks,
+           v.victim_tasks, coalesce(ob.objects, 0) AS objects,
+           coalesce(ob.top_object_share, 0) AS top_object_share, ob.top_object,
            m.blamed_ns / m.trace_ns AS blamed_per_trace,
            -- the blamed wait counts in proportion to the share of all the resource's wait
            -- that had a holder to blame: where most waits had none (the slow path itself, or
            -- holds whose RELEASE was lost and that were paired with a later one), blame is
            -- the lesser part of the story and the less certain. On a resource that admits
-           -- one holder at a time every wait is behind a holder, seen or not: all of it counts.
+           -- one holder at a time (declared so) every wait is behind a holder, seen or not:
+           -- all of it counts.
            m.blamed_ns / greatest(m.wait_ns, 1) AS attributed,
            CASE WHEN coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
-                     OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1)
                 THEN m.wait_ns / m.trace_ns
                 ELSE (m.blamed_ns / m.trace_ns) * (m.blamed_ns / greatest(m.wait_ns, 1))
            END AS weighed
     FROM metrics_resources AS m
     LEFT JOIN top AS t USING (resource)
     LEFT JOIN victims AS v USING (resource)
+    LEFT JOIN objects AS ob USING (resource)
     -- the first standout's name and how long it held the resource
     LEFT JOIN flagged AS ff ON ff.resource = m.resource AND ff.place = t.first_place
     LEFT JOIN tasks AS n ON n.task = ff.culprit
@@ -93,7 +101,8 @@ SELECT
         'top_culprit_share': round(coalesce(top_share, 0), 3),
         'standouts': standouts,
         'standout_share': round(standout_share, 3),
-        'one_at_a_time': one_at_a_time,
+        'one_at_a_time': one_at_a_time, 'objects_waited_for': objects,
+        'top_object_share': round(top_object_share, 3),
         'peak_outstanding': peak, 'capacity': capacity
     })::VARCHAR AS evidence,
     CASE WHEN standouts > 0 THEN
@@ -112,12 +121,18 @@ SELECT
                     ELSE '' END,
                victims, blamed_ns / 1e9)
     ELSE
-        printf('%d tasks waited %.1f s for %s, a hot spot that admits one holder at a time: the blame is spread over %d holders, none carrying more than %.0f%%',
-               victims, blamed_ns / 1e9, resource, culprits, 100 * top_share)
+        printf('%d tasks waited %.1f s for %s, which admits one holder at a time, %s: the blame is spread over %d holders, none carrying more than %.0f%%',
+               victims, blamed_ns / 1e9, resource,
+               CASE WHEN top_object = 0 THEN 'as a whole'
+                    WHEN top_object_share >= 0.5
+                    THEN printf('a hot spot on object %d (%.0f%% of the blame)', top_object,
+                                100 * top_object_share)
+                    ELSE printf('over %d objects, none hot', objects) END,
+               culprits, 100 * top_share)
     END AS summary,
     CASE
         WHEN weighed < getvariable('min_wait') THEN
-            CASE WHEN one_at_a_time
+            CASE WHEN coalesce(sharing = 'exclusive', false) OR capacity = 1
                  THEN printf('its waits (each behind a holder: it admits one at a time) are %.3f of the trace''s length; significant from %.3f (min_wait)',
                              weighed, getvariable('min_wait'))
                  ELSE printf('wait blamed on other holders is %.3f of the trace''s length and %.0f%% of all its wait, which weighs %.3f; significant from %.3f (min_wait)',

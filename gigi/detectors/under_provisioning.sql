@@ -4,7 +4,7 @@
 --   out (contention's culprits) are set aside, the wait left is still significant and spread
 --   over many holders: the resource is too small for the load. A resource can be both
 --   contended and too small; the diagnosis then lists both, contention first.
--- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource that admits one holder at a time), before a resource's waits are significant (default 0.1)
+-- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource declared to admit one holder at a time), before a resource's waits are significant (default 0.2)
 -- param underprov_full_share: share of the trace the resource must spend near capacity (default 0.3)
 -- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)

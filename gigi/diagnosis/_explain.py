@@ -28,15 +28,6 @@ _FIGURES = (
 )
 
 
-def one_at_a_time(figures: dict) -> bool:
-    """The resource admits one holder at a time (as contention.sql reads it)."""
-    return (
-        figures["sharing"] == "exclusive"
-        or figures["capacity"] == 1
-        or (figures["capacity"] is None and figures["sharing"] is None and figures["peak"] <= 1)
-    )
-
-
 def waited(engine) -> list[dict]:
     """Every resource, most waited for first, with its figures."""
     rows = engine.rows(
@@ -55,7 +46,7 @@ def waited(engine) -> list[dict]:
         # the wait where one holder at a time is admitted (each wait is behind one)
         share = figures["blamed_ns"] / max(figures["wait_ns"], 1)
         figures["weighed_blame"] = figures["blamed_ns"] / max(figures["trace_ns"], 1) * share
-        if one_at_a_time(figures):
+        if figures["sharing"] == "exclusive" or figures["capacity"] == 1:
             figures["weighed_blame"] = figures["wait_ns"] / max(figures["trace_ns"], 1)
         figures["significant"] = figures["weighed_blame"] >= figures["min_wait"]
         out.append(figures)

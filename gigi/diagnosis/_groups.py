@@ -23,7 +23,7 @@ _SPACE = re.compile(r"\s+")
 # how many groups of each kind a finding names
 MOST = 5
 # the most blamed tasks a resource's groups are formed of (the rest only count in the total)
-LARGEST = 20_000
+LARGEST = 2_000
 
 
 def normalize_name(name: str | None) -> str:
