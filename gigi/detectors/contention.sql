@@ -29,9 +29,13 @@ WITH blame AS (
               AS standout
     FROM ranked
 ), named AS (
-    -- the standouts, then the most blamed of the rest: five in all, or every standout
-    SELECT resource, list(culprit ORDER BY CASE WHEN standout THEN 0 ELSE 1 END, place) AS tasks
-    FROM flagged WHERE standout OR place <= 5 GROUP BY resource
+    -- the standouts, or with none the five most blamed (the rest are in the culprit groups)
+    SELECT f.resource, list(f.culprit ORDER BY f.place) AS tasks
+    FROM flagged AS f
+    JOIN (SELECT resource, max(CASE WHEN standout THEN 1 ELSE 0 END) AS any_standout
+          FROM flagged GROUP BY resource) AS a USING (resource)
+    WHERE f.standout OR (a.any_standout = 0 AND f.place <= 5)
+    GROUP BY f.resource
 ), top AS (
     SELECT f.resource, any_value(n.tasks) AS tasks,
            max(f.share) AS top_share, any_value(f.culprits) AS culprits,
@@ -40,6 +44,13 @@ WITH blame AS (
            min(CASE WHEN f.standout THEN f.place END) AS first_place
     FROM flagged AS f JOIN named AS n USING (resource)
     GROUP BY f.resource
+), held_through AS (
+    -- what each culprit held that the victims' waits were blamed through: the resource
+    -- itself, or along a chain of waits another one (the lock its own waiter was behind)
+    SELECT resource, culprit, arg_max(culprit_resource, ns) AS held
+    FROM (SELECT resource, culprit, culprit_resource, sum(blame_ns) AS ns
+          FROM metrics_blame GROUP BY ALL)
+    GROUP BY resource, culprit
 ), objects AS (
     -- how the blame falls on the objects waited for: one hot object, or many
     SELECT resource, count(*) AS objects, max(ns) / greatest(sum(ns), 1) AS top_object_share,
@@ -56,7 +67,8 @@ WITH blame AS (
     GROUP BY b.resource
 ), judged AS (
     SELECT m.*, coalesce(n.name, printf('task %d', ff.culprit)) AS first_name,
-           coalesce(h.hold_ns, 0) / m.trace_ns AS first_held, t.tasks AS top_tasks, t.top_share, t.culprits,
+           coalesce(h.hold_ns, 0) / m.trace_ns AS first_held,
+           coalesce(ht.held, m.resource) AS first_held_resource, t.tasks AS top_tasks, t.top_share, t.culprits,
            coalesce(t.standouts, 0) AS standouts, coalesce(t.standout_share, 0) AS standout_share,
            -- one holder at a time: declared exclusive, a capacity of one, or never seen
            -- held by two when nothing was declared
@@ -83,7 +95,9 @@ WITH blame AS (
     -- the first standout's name and how long it held the resource
     LEFT JOIN flagged AS ff ON ff.resource = m.resource AND ff.place = t.first_place
     LEFT JOIN tasks AS n ON n.task = ff.culprit
-    LEFT JOIN metrics_tasks AS h ON h.resource = m.resource AND h.task = ff.culprit
+    LEFT JOIN held_through AS ht ON ht.resource = m.resource AND ht.culprit = ff.culprit
+    LEFT JOIN metrics_tasks AS h ON h.resource = coalesce(ht.held, m.resource)
+        AND h.task = ff.culprit
     WHERE m.waits > 0
 )
 SELECT
@@ -110,7 +124,7 @@ SELECT
                first_name,
                CASE WHEN standouts > 1 THEN printf(' and %d other standout(s)', standouts - 1)
                     ELSE '' END,
-               resource,
+               first_held_resource,
                -- holds summed: over the run's length, the units it held on average
                CASE WHEN first_held <= 1 THEN printf('for %.0f%% of the run', 100 * first_held)
                     ELSE printf('%.1f units on average over the run', first_held) END,
@@ -120,6 +134,8 @@ SELECT
                     THEN printf('; the rest is spread over %d other tasks', culprits - standouts)
                     ELSE '' END,
                victims, blamed_ns / 1e9)
+        || CASE WHEN first_held_resource <> resource
+                THEN printf(' (%s, which its waiters held)', resource) ELSE '' END
     ELSE
         printf('%d tasks waited %.1f s for %s, which admits one holder at a time, %s: the blame is spread over %d holders, none carrying more than %.0f%%',
                victims, blamed_ns / 1e9, resource,

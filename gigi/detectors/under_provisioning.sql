@@ -36,26 +36,41 @@ WITH bound AS (
     WHERE place <= 10 AND share >= getvariable('contention_standout_share')
         AND (ns >= getvariable('contention_standout_ratio') * mean_below OR culprits = 1)
     GROUP BY resource
+), users AS (
+    -- the tasks that used the resource, where anything records its use at all
+    SELECT DISTINCT resource, task FROM events WHERE kind = 2
 ), held AS (
-    -- each hold's end at its task's end when it outlived the task (HELD_UNTIL's rule)
+    -- each hold's end at its task's end when it outlived the task (HELD_UNTIL's rule), and
+    -- whether it is idle: far longer than the typical hold, by a task that never used the
+    -- resource (where others did). A unit held idle is a policy's waste, not a sign that the
+    -- resource is too small; a short hold whose USEs were lost is not set aside.
     SELECT h.resource, h.acquire_ts, h.amount,
            least(h.acquire_ts + h.hold_ns, coalesce(t."end", h.acquire_ts + h.hold_ns))
-               AS held_until
+               AS held_until,
+           u.task IS NULL AND m.uses > 0 AND h.hold_ns > 4 * coalesce(q.p50_ns, 0) AS idle
     FROM holds AS h LEFT JOIN tasks AS t ON t.task = h.task
+    JOIN metrics_resources AS m ON m.resource = h.resource
+    LEFT JOIN metrics_holds AS q ON q.resource = h.resource
+    LEFT JOIN users AS u ON u.resource = h.resource AND u.task = h.task
     WHERE h.task IS NOT NULL
 ), full_share AS (
     -- Share of the window ends at which the resource was (near) full, counted two ways: by
     -- the running sum of its events, and by the holds open then (each ended at its task's
-    -- end); the second stays right when events were lost and the sum drifts.
+    -- end); the second stays right when events were lost and the sum drifts. Units held by
+    -- tasks that never used them are set aside in both.
     SELECT o.resource,
            greatest(
-               avg(CASE WHEN o.outstanding >= 0.9 * b.capacity THEN 1.0 ELSE 0.0 END),
-               avg(CASE WHEN coalesce(hw.units, 0) >= 0.75 * b.capacity THEN 1.0 ELSE 0.0 END))
+               avg(CASE WHEN o.outstanding - coalesce(hw.idle_units, 0) >= 0.9 * b.capacity
+                        THEN 1.0 ELSE 0.0 END),
+               avg(CASE WHEN coalesce(hw.units, 0) - coalesce(hw.idle_units, 0)
+                             >= 0.75 * b.capacity
+                        THEN 1.0 ELSE 0.0 END))
                AS share
     FROM metrics_outstanding AS o
     JOIN bound AS b USING (resource)
     LEFT JOIN (
-        SELECT o2.resource, o2.window_index, sum(h.amount) AS units
+        SELECT o2.resource, o2.window_index, sum(h.amount) AS units,
+               sum(CASE WHEN h.idle THEN h.amount ELSE 0 END) AS idle_units
         FROM metrics_outstanding AS o2
         JOIN held AS h ON h.resource = o2.resource AND h.acquire_ts <= o2.window_end
             AND h.held_until > o2.window_end
