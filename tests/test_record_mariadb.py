@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent / "mariadb"))
 from mariadb_server import Server  # noqa: E402
 
 from gigi.cli import main as cli  # noqa: E402
+from tests.mariadb.fixtures import recorder_fixture, session_fixture  # noqa: E402, F401
+from tests.mariadb.fixtures import wait_for as _wait_for  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -28,65 +30,6 @@ def server(tmp_path_factory):
         yield srv
     finally:
         srv.stop()
-
-
-@pytest.fixture
-def session(server):
-    """``session()``: a connection to the server, closed when the test ends, passed or not, so a
-    failed test leaves no session behind for the next."""
-    opened = []
-
-    def open_one():
-        opened.append(server.connect())
-        return opened[-1]
-
-    yield open_one
-    for c in opened:
-        try:
-            c.close()
-        except Exception:  # noqa: BLE001 - already gone (killed, or closed by the test)
-            pass
-
-
-@pytest.fixture
-def recorder(server):
-    """``recorder(trace, **kw)`` starts ``record`` in a thread; returns (stop, thread, result).
-    Whatever the test does, every recorder is stopped and joined when it ends."""
-    started = []
-
-    def start(trace: Path, **kw):
-        started.append(_recorder(server, trace, **kw))
-        return started[-1]
-
-    yield start
-    for stop, thread, _ in started:
-        stop.set()
-        thread.join(30)
-
-
-def _recorder(server, trace: Path, **kw):
-    from gigi.record.mariadb import record
-
-    stop, started, result = threading.Event(), threading.Event(), {}
-
-    def run():
-        try:
-            result["recording"] = record(server.dsn, trace, stop=stop, on_start=started.set, **kw)
-        except Exception as e:  # noqa: BLE001 - handed to the test
-            result["error"] = e
-            started.set()
-
-    thread = threading.Thread(target=run, name="recorder")
-    thread.start()
-    assert started.wait(30), "the recorder did not start"
-    return stop, thread, result
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _exclusive_overlaps(con) -> list[tuple]:

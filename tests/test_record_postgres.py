@@ -8,7 +8,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -16,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from gigi.cli import main as cli
-from tests.postgres.server import Server
-from tests.postgres.server import recorder as recorder_process
+from tests.postgres.server import Server, start_recorder, stop_recorder, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -27,14 +25,6 @@ def server():
     # autovacuum looks at every table each second, so that it runs while dead tuples pile up
     with Server({"autovacuum_naptime": "1s", "log_autovacuum_min_duration": "0"}) as srv:
         yield srv
-
-
-def wait_until(what, check, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def waiting_for_lock(conn, pid: int) -> bool:
@@ -61,27 +51,6 @@ def task_of(names: dict[int, str], pid: int, statement: str) -> int:
     found = [t for t, n in names.items() if n and n.startswith(f"pid {pid}: {statement}")]
     assert len(found) == 1, (pid, statement, names)
     return found[0]
-
-
-def start_recorder(server: Server, trace: Path) -> subprocess.Popen:
-    """`gigi-query record postgres` in a process of its own, until SIGTERM."""
-    proc = recorder_process(server.dsn, trace, "120s", "10ms")
-    # its first poll flushes a segment
-    wait_until(
-        "the recorder's first segment",
-        lambda: any(trace.glob("*.arrows")) or proc.poll() is not None,
-        timeout=30,
-    )
-    assert proc.poll() is None, proc.communicate()
-    return proc
-
-
-def stop_recorder(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    assert err == ""
-    return out
 
 
 def test_lock_chain_blames_the_root_blocker(server, tmp_path):

@@ -210,3 +210,35 @@ def recorder(dsn: str, out: Path, duration: str, interval: str) -> subprocess.Po
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def wait_until(what: str, check, timeout: float = 20.0) -> None:
+    """Poll ``check()`` every 20 ms until it is true; an AssertionError naming WHAT after
+    TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def start_recorder(server: Server, trace: Path) -> subprocess.Popen:
+    """`gigi-query record postgres` (10 ms polls) in a process of its own until SIGTERM,
+    returned once its first poll has flushed a segment."""
+    proc = recorder(server.dsn, trace, "120s", "10ms")
+    wait_until(
+        "the recorder's first segment",
+        lambda: any(trace.glob("*.arrows")) or proc.poll() is not None,
+        timeout=30,
+    )
+    assert proc.poll() is None, proc.communicate()
+    return proc
+
+
+def stop_recorder(proc: subprocess.Popen) -> str:
+    """SIGTERM, and what the recorder printed; it must have stopped cleanly and quietly."""
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert err == ""
+    return out
