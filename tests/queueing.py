@@ -27,7 +27,7 @@ class Request:
 class Simulation:
     resource: str
     capacity: int
-    sharing: str
+    sharing: str | None
     requests: list[Request]
     sessions: list[str] = field(default_factory=list)
     declare_capacity: bool = True

@@ -49,10 +49,12 @@ def queues(draw):
     if draw(st.booleans()):  # a long holder among them
         requests.append(Request("hog", rng.randrange(max(t, 1)), hold * draw(st.integers(5, 60))))
     sharing = "exclusive" if capacity == 1 and draw(st.booleans()) else "pool"
+    if draw(st.booleans()):  # nothing declared, as a scan that could not tell leaves it
+        return Simulation("app.res", capacity, None, requests, declare_capacity=False)
     return Simulation("app.res", capacity, sharing, requests)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(queues())
 def test_significant_waits_always_get_a_finding_and_small_ones_none(tmp_path_factory, sim):
     trace = tmp_path_factory.mktemp("q") / "trace"

@@ -72,8 +72,9 @@ WITH blame AS (
            coalesce(t.standouts, 0) AS standouts, coalesce(t.standout_share, 0) AS standout_share,
            -- one holder at a time: declared exclusive, a capacity of one, or never seen
            -- held by two when nothing was declared
-           coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
-               OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1) AS one_at_a_time,
+           coalesce(m.sharing = 'exclusive' OR m.capacity = 1
+                    OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1), false)
+               AS one_at_a_time,
            v.victim_tasks, coalesce(ob.objects, 0) AS objects,
            coalesce(ob.top_object_share, 0) AS top_object_share, ob.top_object,
            m.blamed_ns / m.trace_ns AS blamed_per_trace,
@@ -84,7 +85,7 @@ WITH blame AS (
            -- one holder at a time (declared so) every wait is behind a holder, seen or not:
            -- all of it counts.
            m.blamed_ns / greatest(m.wait_ns, 1) AS attributed,
-           CASE WHEN coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
+           CASE WHEN coalesce(m.sharing = 'exclusive' OR m.capacity = 1, false)
                 THEN m.wait_ns / m.trace_ns
                 ELSE (m.blamed_ns / m.trace_ns) * (m.blamed_ns / greatest(m.wait_ns, 1))
            END AS weighed
@@ -148,7 +149,7 @@ SELECT
     END AS summary,
     CASE
         WHEN weighed < getvariable('min_wait') THEN
-            CASE WHEN coalesce(sharing = 'exclusive', false) OR capacity = 1
+            CASE WHEN coalesce(sharing = 'exclusive' OR capacity = 1, false)
                  THEN printf('its waits (each behind a holder: it admits one at a time) are %.3f of the trace''s length; significant from %.3f (min_wait)',
                              weighed, getvariable('min_wait'))
                  ELSE printf('wait blamed on other holders is %.3f of the trace''s length and %.0f%% of all its wait, which weighs %.3f; significant from %.3f (min_wait)',

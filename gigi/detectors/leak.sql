@@ -19,7 +19,7 @@ WITH nets AS (
 ), resource_facts AS (
     SELECT resource, sharing, capacity, final, peak, acquires, acquired,
            acquired / greatest(acquires, 1) AS unit,
-           coalesce(sharing = 'exclusive', false) OR capacity = 1 AS one_at_a_time
+           coalesce(sharing = 'exclusive' OR capacity = 1, false) AS one_at_a_time
     FROM metrics_resources
     WHERE sharing IS DISTINCT FROM 'log' AND acquires > 0
 ), loss AS (

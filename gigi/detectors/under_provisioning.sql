@@ -89,8 +89,9 @@ WITH bound AS (
            s.ns AS standout_ns,
            (m.blamed_ns - coalesce(s.ns, 0)) / m.trace_ns * m.blamed_ns / greatest(m.wait_ns, 1)
                AS rest_per_trace,
-           coalesce(m.sharing = 'exclusive', false) OR m.capacity = 1
-               OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1) AS one_at_a_time
+           coalesce(m.sharing = 'exclusive' OR m.capacity = 1
+                    OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1), false)
+               AS one_at_a_time
     FROM metrics_resources AS m
     JOIN bound AS b USING (resource)
     LEFT JOIN full_share AS f USING (resource)

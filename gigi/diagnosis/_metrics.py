@@ -156,7 +156,8 @@ SELECT resource, object, task, least(start, "end"), "end", 1
 FROM (
 SELECT x.resource, x.object, x.task,
        greatest(coalesce(t.start, x.first_ts), coalesce(x.waited_until, t.start, x.first_ts),
-                coalesce(x.first_use, x.released_ts - coalesce(m.typical, 0), x.first_ts))
+                coalesce(x.first_use, x.released_ts - CAST(coalesce(m.typical, 0) AS BIGINT),
+                         x.first_ts))
            AS start,
        coalesce(x.released_ts, greatest(t."end", x.last_ts), x.last_ts) AS "end"
 FROM (
