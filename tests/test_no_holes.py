@@ -124,7 +124,7 @@ def test_a_hot_row_is_contention_with_its_statement_as_the_culprit_group(tmp_pat
     first = d.findings[0]
     assert (first.failure_mode, first.resource) == ("contention", "pg.row_lock")
     assert first.evidence["standouts"] == 0 and first.evidence["one_at_a_time"]
-    assert "a hot spot on object 1" in first.summary
+    assert "a hot spot that admits one holder at a time (object 1 carries" in first.summary
     by_name = [g for g in first.culprit_groups if g["by"] == "name"]
     assert by_name[0]["name"] == "UPDATE branches SET bal = bal + ? WHERE bid = ?"
     assert by_name[0]["tasks"] >= 600 and by_name[0]["blame_share"] > 0.95

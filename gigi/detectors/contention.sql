@@ -132,19 +132,20 @@ SELECT
                CASE WHEN standouts > 1 THEN 'y' ELSE 'ies' END,
                100 * standout_share,
                CASE WHEN culprits > standouts
-                    THEN printf('; the rest is spread over %d other tasks', culprits - standouts)
+                    THEN printf('; the rest is spread over %d other task%s', culprits - standouts,
+                                CASE WHEN culprits - standouts = 1 THEN '' ELSE 's' END)
                     ELSE '' END,
                victims, blamed_ns / 1e9)
         || CASE WHEN first_held_resource <> resource
                 THEN printf(' (%s, which its waiters held)', resource) ELSE '' END
     ELSE
-        printf('%d tasks waited %.1f s for %s, which admits one holder at a time, %s: the blame is spread over %d holders, none carrying more than %.0f%%',
+        printf('%d tasks waited %.1f s for %s, a hot spot that admits one holder at a time%s: the blame is spread over %d holders, none carrying more than %.0f%%',
                victims, blamed_ns / 1e9, resource,
-               CASE WHEN top_object = 0 THEN 'as a whole'
+               CASE WHEN top_object = 0 THEN ''
                     WHEN top_object_share >= 0.5
-                    THEN printf('a hot spot on object %d (%.0f%% of the blame)', top_object,
+                    THEN printf(' (object %d carries %.0f%% of the blame)', top_object,
                                 100 * top_object_share)
-                    ELSE printf('over %d objects, none hot', objects) END,
+                    ELSE printf(' (waited for as %d objects)', objects) END,
                culprits, 100 * top_share)
     END AS summary,
     CASE

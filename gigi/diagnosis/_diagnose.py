@@ -338,7 +338,9 @@ def _rank(findings: list[Finding]) -> list[Finding]:
             visit(child)
 
     for root in sorted(
-        (f for f in findings if f.cause is None and f.beside is None), key=lambda g: -g.score
+        (f for f in findings if f.cause is None and f.beside is None),
+        # among equal scores, the resource waited for longest first
+        key=lambda g: (-g.score, -float(g.evidence.get("wait_ns") or 0)),
     ):
         visit(root)
     for rank, f in enumerate(ordered, 1):
