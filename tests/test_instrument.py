@@ -257,3 +257,19 @@ def test_only_functions_that_may_call_a_site_of_their_own_kind_open_a_scope(tmp_
     assert not nesting.own_scope("pool_put", "ACQUIRE", "pool")
     # without a call graph, every function keeps its scope
     assert _Nesting(tmp_path / "none", sites).own_scope("pool_put_locked", "RELEASE", "pool")
+
+
+def test_connections_lost_on_an_error_path_are_a_leak(probed, tmp_path):
+    """gigi's own loop on a small server core: the scanned and instrumented pool, twelve
+    connections, an error path that never checks its connection back in. The later requests
+    wait for any connection while the running ones hold three: rank 1 is the leak, and its
+    culprits are requests that took the error path."""
+    _, src = probed
+    binary = build(tmp_path, "leak", src / "conn_pool.c", HERE / "native" / "conn_leak_driver.c")
+    trace, printed = run_traced(binary, tmp_path, "16", "60")
+    assert b"lost 9 connections" in printed
+    out = tmp_path / "diagnosis.json"
+    assert cli(["diagnose", str(trace), "--format", "json", "--output", str(out)]) == 0
+    top = json.loads(out.read_text())["findings"][0]
+    assert (top["rank"], top["resource"], top["failure_mode"]) == (1, "conn_pool", "leak"), top
+    assert top["evidence"]["lost_units"] >= 6, top["evidence"]

@@ -48,6 +48,16 @@ WITH nets AS (
                / sqrt(any_value(f.unit) * (sum(abs(d.net)) + 1.0)) AS z
     FROM digests AS d JOIN resource_facts AS f USING (resource)
     GROUP BY d.resource, d.digest
+), kept_since AS (
+    -- when the first task that kept units ended: waits after it may be for the lost ones
+    SELECT k.resource, min(t."end") AS ts FROM kept AS k JOIN tasks AS t USING (task)
+    GROUP BY k.resource
+), victims AS (
+    SELECT w.resource, min_by(w.task, {'ns': -w.ns, 'task': w.task}, 100) AS victim_tasks
+    FROM (SELECT w.resource, w.task, sum(w.dur) AS ns
+          FROM waits AS w JOIN kept_since AS ks ON ks.resource = w.resource AND w.ts >= ks.ts
+          GROUP BY ALL) AS w
+    GROUP BY w.resource
 ), keepers AS (
     -- the tasks that kept units, those of the most suspect names first
     SELECT k.resource, sum(k.units) AS units, count(*) AS tasks,
@@ -88,17 +98,36 @@ WITH nets AS (
     JOIN waits AS w ON w.resource = o.resource AND w.object = 0 AND w.ts <= o.window_end
         AND w.end_ts > o.window_end
     GROUP BY ALL
+), hidden AS (
+    -- units held by running tasks whose ACQUIRE the trace lost: a task that released units
+    -- it never took held them from (at most) its start to its last RELEASE of them
+    SELECT o.resource, o.window_index, sum(n.released - n.acquired) AS units
+    FROM nets AS n
+    JOIN tasks AS t USING (task)
+    JOIN (SELECT resource, task, max(ts) AS ts FROM events WHERE kind = 3 GROUP BY ALL) AS r
+        ON r.resource = n.resource AND r.task = n.task
+    JOIN metrics_outstanding AS o ON o.resource = n.resource
+        AND coalesce(t.start, r.ts) <= o.window_end AND r.ts > o.window_end
+    WHERE n.released > n.acquired
+    GROUP BY ALL
 ), missing AS (
     -- at those instants: the units neither free (or someone would not wait) nor held by a
-    -- task still running, beyond the holds whose ACQUIRE was lost
+    -- task still running, its holds whose ACQUIRE was lost included, beyond the holds that
+    -- lost both their ACQUIRE and their RELEASE (p squared of them, with p estimated from
+    -- the released-but-never-taken share, about p(1 - p)), give or take three deviations
     SELECT wt.resource, count(*) AS windows,
-           median(b.bound - wt.asked + 1 - coalesce(hw.units, 0)
-                  * (1.0 + (1.0 - sqrt(greatest(1.0 - 4.0 * least(l.orphan_rate, 0.25), 0.0)))
-                           / 2.0)) AS units
+           median(b.bound - wt.asked + 1 - coalesce(hw.units, 0) - coalesce(hd.units, 0)
+                  - l.both_lost * (coalesce(hw.units, 0) + coalesce(hd.units, 0))
+                  - 3.0 * sqrt(l.both_lost * (coalesce(hw.units, 0) + coalesce(hd.units, 0))
+                               * b.unit)) AS units
     FROM waiting AS wt
     JOIN bound AS b USING (resource)
-    JOIN loss AS l USING (resource)
+    JOIN (SELECT resource,
+                 pow((1.0 - sqrt(greatest(1.0 - 4.0 * least(orphan_rate, 0.25), 0.0))) / 2.0, 2)
+                     AS both_lost
+          FROM loss) AS l USING (resource)
     LEFT JOIN live AS hw ON hw.resource = wt.resource AND hw.window_index = wt.window_index
+    LEFT JOIN hidden AS hd ON hd.resource = wt.resource AND hd.window_index = wt.window_index
     WHERE NOT b.one_at_a_time
     GROUP BY wt.resource
 ), last_acquire AS (
@@ -138,6 +167,7 @@ WITH nets AS (
            coalesce(lo.units, 0) AS lost_objects,
            coalesce(ms.units, 0) AS lost_at_waits, coalesce(ms.windows, 0) AS waiting_windows,
            coalesce(r.share, 0) AS released_by_others,
+           coalesce(v.victim_tasks, []::BIGINT[]) AS victim_tasks,
            -- the least that counts: a share of the capacity, and at least one typical hold
            greatest(getvariable('leak_min_share') * b.bound, b.unit) AS least_lost,
            CASE WHEN coalesce(lo.units, 0) > 0 AND coalesce(lo.units, 0) >= coalesce(ms.units, 0)
@@ -148,6 +178,7 @@ WITH nets AS (
     LEFT JOIN missing AS ms USING (resource)
     LEFT JOIN lost_objects AS lo USING (resource)
     LEFT JOIN released_by_others AS r USING (resource)
+    LEFT JOIN victims AS v USING (resource)
 ), evidence AS (
     -- the units lost: the objects waited for in vain, the capacity missing while tasks
     -- waited, or (with no sign of lost events) the units kept; never more than were kept
@@ -162,7 +193,7 @@ SELECT
     CASE WHEN released_by_others >= 0.5 THEN 0.0
          ELSE least(1.0, 0.5 * lost / least_lost) END AS score,
     culprit_tasks,
-    []::BIGINT[] AS victim_tasks,
+    victim_tasks,
     to_json({
         'lost_units': round(lost, 1), 'kept_units': kept, 'keeping_tasks': keeping_tasks,
         'released_never_acquired_units': orphaned, 'objects_waited_for_in_vain': lost_objects,
