@@ -100,14 +100,18 @@ WITH nets AS (
     GROUP BY ALL
 ), hidden AS (
     -- units held by running tasks whose ACQUIRE the trace lost: a task that released units
-    -- it never took held them from (at most) its start to its last RELEASE of them
+    -- it never took held them from (at most) its start, or the end of its last wait for
+    -- them, to its last RELEASE of them
     SELECT o.resource, o.window_index, sum(n.released - n.acquired) AS units
     FROM nets AS n
     JOIN tasks AS t USING (task)
     JOIN (SELECT resource, task, max(ts) AS ts FROM events WHERE kind = 3 GROUP BY ALL) AS r
         ON r.resource = n.resource AND r.task = n.task
+    LEFT JOIN (SELECT resource, task, max(end_ts) AS ts FROM waits GROUP BY ALL) AS w
+        ON w.resource = n.resource AND w.task = n.task AND w.ts <= r.ts
     JOIN metrics_outstanding AS o ON o.resource = n.resource
-        AND coalesce(t.start, r.ts) <= o.window_end AND r.ts > o.window_end
+        AND greatest(coalesce(t.start, r.ts), coalesce(w.ts, t.start, r.ts)) <= o.window_end
+        AND r.ts > o.window_end
     WHERE n.released > n.acquired
     GROUP BY ALL
 ), missing AS (
@@ -159,9 +163,13 @@ WITH nets AS (
         AND (lw.seq > h.acquire_seq AND lw.task <> h.task OR ow.seq > h.acquire_seq)
     GROUP BY h.resource
 ), released_by_others AS (
-    -- resources whose holds are normally ended by other tasks (a purge, a reclaimer)
-    SELECT resource, avg(CASE WHEN release_task <> task THEN 1.0 ELSE 0.0 END) AS share
-    FROM holds WHERE NOT open AND task IS NOT NULL GROUP BY resource
+    -- resources whose units are normally released by tasks other than those that took them
+    -- (a purge, a reclaimer): the share of released units a task released beyond what it
+    -- took. Lost ACQUIREs give about p of it; the pairing of holds does not say (a RELEASE
+    -- whose ACQUIRE was lost ends another task's hold).
+    SELECT resource,
+           sum(greatest(released - acquired, 0)) / greatest(sum(released), 1) AS share
+    FROM nets GROUP BY resource
 ), judged AS (
     SELECT b.*, k.units AS kept, k.tasks AS keeping_tasks, l.orphaned,
            coalesce(lo.units, 0) AS lost_objects,
