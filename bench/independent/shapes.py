@@ -45,6 +45,47 @@ def _think(sim: Sim, mean_ns: float):
     return sim.sleep(sim.exp_ns(mean_ns))
 
 
+def _closed_loop_think(threads: int, hold: float, rho: float, n: int, least: float) -> float:
+    """The mean think time (ms) at which THREADS callers, each holding one of N units for
+    HOLD ms on average, keep the units busy a share RHO of the time; LEAST at the least."""
+    return max(least, threads * hold / (rho * n) - hold)
+
+
+def _callers(
+    sim: Sim,
+    rng: random.Random,
+    pool: Pool,
+    end: int,
+    count: int,
+    name: Callable[[int, int], str],
+    *,
+    start_ms: float,
+    hold: float,
+    think: float,
+) -> None:
+    """COUNT callers in closed loops on POOL until END: caller k, after up to START_MS, runs
+    a task named ``name(k, i)`` for its i-th request that takes a unit, uses it for an
+    exponential HOLD ms and gives it back, then thinks an exponential THINK ms."""
+
+    def caller(k: int):
+        th = sim.thread()
+        yield sim.sleep(sim.ms(rng.uniform(0, start_ms)))
+        i = 0
+        while sim.now < end:
+            i += 1
+            t = sim.begin(name(k, i), th)
+            unit = yield pool.acquire(t)
+            d = sim.exp_ns(sim.ms(hold))
+            pool.use(t, unit, dur=d)
+            yield sim.sleep(d)
+            pool.release(t, unit)
+            sim.end(t)
+            yield _think(sim, sim.ms(think))
+
+    for k in range(count):
+        sim.spawn(caller(k))
+
+
 # --- (a) a SELECT keeps a table's metadata lock, INSERTs pile up ----------------------------
 
 
@@ -113,7 +154,7 @@ def pool_hog(sim: Sim, rng: random.Random) -> int:
     threads = rng.randint(6, 14)
     hold = rng.uniform(2.0, 6.0)
     rho = rng.uniform(0.75, 0.95)
-    think = max(0.3, threads * hold / (rho * n) - hold)
+    think = _closed_loop_think(threads, hold, rho, n, 0.3)
 
     def hog():
         th = sim.thread()
@@ -126,24 +167,18 @@ def pool_hog(sim: Sim, rng: random.Random) -> int:
         pool.release(t, conn)
         sim.end(t)
 
-    def request(k: int):
-        th = sim.thread()
-        yield sim.sleep(sim.ms(rng.uniform(0, 10)))
-        i = 0
-        while sim.now < end:
-            i += 1
-            t = sim.begin(f"GET /api/v2/items/{rng.randrange(10_000)} (w{k}.{i})", th)
-            conn = yield pool.acquire(t)
-            d = sim.exp_ns(sim.ms(hold))
-            pool.use(t, conn, dur=d)
-            yield sim.sleep(d)
-            pool.release(t, conn)
-            sim.end(t)
-            yield _think(sim, sim.ms(think))
-
     sim.spawn(hog())
-    for k in range(threads):
-        sim.spawn(request(k))
+    _callers(
+        sim,
+        rng,
+        pool,
+        end,
+        threads,
+        lambda k, i: f"GET /api/v2/items/{rng.randrange(10_000)} (w{k}.{i})",
+        start_ms=10,
+        hold=hold,
+        think=think,
+    )
     return end
 
 
@@ -244,7 +279,7 @@ def conn_leak(sim: Sim, rng: random.Random) -> int:
     threads = rng.randint(n + 2, 2 * n + 4)
     hold = rng.uniform(2.0, 8.0)
     rho = rng.uniform(0.35, 0.6)
-    think = max(0.3, threads * hold / (rho * n) - hold)
+    think = _closed_loop_think(threads, hold, rho, n, 0.3)
     leaks = n - rng.randint(1, 3)
     timeouts = deque(sorted(sim.at(rng.uniform(0.05, 0.65) * horizon) for _ in range(leaks)))
 
@@ -381,25 +416,18 @@ def underprovisioned(sim: Sim, rng: random.Random) -> int:
     threads = rng.randint(2 * n, 4 * n)
     hold = rng.uniform(2.0, 8.0)
     rho = rng.uniform(1.3, 2.2)
-    think = max(0.2, threads * hold / (rho * n) - hold)
-
-    def caller(k: int):
-        th = sim.thread()
-        yield sim.sleep(sim.ms(rng.uniform(0, 5)))
-        i = 0
-        while sim.now < end:
-            i += 1
-            t = sim.begin(f"render thumbnail {rng.randrange(10**6)} (c{k}.{i})", th)
-            w = yield pool.acquire(t)
-            d = sim.exp_ns(sim.ms(hold))
-            pool.use(t, w, dur=d)
-            yield sim.sleep(d)
-            pool.release(t, w)
-            sim.end(t)
-            yield _think(sim, sim.ms(think))
-
-    for k in range(threads):
-        sim.spawn(caller(k))
+    think = _closed_loop_think(threads, hold, rho, n, 0.2)
+    _callers(
+        sim,
+        rng,
+        pool,
+        end,
+        threads,
+        lambda k, i: f"render thumbnail {rng.randrange(10**6)} (c{k}.{i})",
+        start_ms=5,
+        hold=hold,
+        think=think,
+    )
     return end
 
 
@@ -485,25 +513,19 @@ def idle_slots(sim: Sim, rng: random.Random) -> int:
             sim.end(t)
             yield sim.sleep(sim.ms(rng.uniform(1, 20)))
 
-    def client(k: int):
-        th = sim.thread()
-        yield sim.sleep(sim.ms(rng.uniform(0, 10)))
-        i = 0
-        while sim.now < end:
-            i += 1
-            t = sim.begin(f"GET /static/app.{k}.js #{i}", th)
-            s = yield pool.acquire(t)
-            d = sim.exp_ns(sim.ms(hold))
-            pool.use(t, s, dur=d)
-            yield sim.sleep(d)
-            pool.release(t, s)
-            sim.end(t)
-            yield _think(sim, sim.ms(think))
-
     for k in range(slow):
         sim.spawn(slow_client(k))
-    for k in range(clients):
-        sim.spawn(client(k))
+    _callers(
+        sim,
+        rng,
+        pool,
+        end,
+        clients,
+        lambda k, i: f"GET /static/app.{k}.js #{i}",
+        start_ms=10,
+        hold=hold,
+        think=think,
+    )
     return end
 
 
@@ -688,25 +710,18 @@ def healthy_pool(sim: Sim, rng: random.Random) -> int:
     threads = rng.randint(n, 3 * n)
     hold = rng.uniform(1.0, 5.0)
     rho = rng.uniform(0.3, 0.6)
-    think = max(0.5, threads * hold / (rho * n) - hold)
-
-    def caller(k: int):
-        th = sim.thread()
-        yield sim.sleep(sim.ms(rng.uniform(0, 20)))
-        i = 0
-        while sim.now < end:
-            i += 1
-            t = sim.begin(f"fetch upstream /v1/prices (c{k}.{i})", th)
-            c = yield pool.acquire(t)
-            d = sim.exp_ns(sim.ms(hold))
-            pool.use(t, c, dur=d)
-            yield sim.sleep(d)
-            pool.release(t, c)
-            sim.end(t)
-            yield _think(sim, sim.ms(think))
-
-    for k in range(threads):
-        sim.spawn(caller(k))
+    think = _closed_loop_think(threads, hold, rho, n, 0.5)
+    _callers(
+        sim,
+        rng,
+        pool,
+        end,
+        threads,
+        lambda k, i: f"fetch upstream /v1/prices (c{k}.{i})",
+        start_ms=20,
+        hold=hold,
+        think=think,
+    )
     return end
 
 
