@@ -25,10 +25,22 @@ import pytest
 from gigi.diagnosis import diagnose
 from gigi.diagnosis._render import render
 from gigi.queries import connect
-from tests.mariadb.fixtures import recorder_fixture, session_fixture, wait_for  # noqa: F401
+from tests.mariadb.fixtures import (  # noqa: F401
+    recorder_fixture,
+    row_lock_queue,
+    session_fixture,
+    wait_for,
+)
 from tests.mariadb.mariadb_server import Server as MariaDBServer
 from tests.postgres.server import Server as PostgresServer
-from tests.postgres.server import bindir, start_recorder, stop_recorder, wait_until
+from tests.postgres.server import (
+    bindir,
+    churn_table,
+    start_recorder,
+    stop_recorder,
+    under_a_long_snapshot,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +58,16 @@ def _diagnose(trace: Path):
     text = render(d).splitlines()
     print("\n".join(text[:8] + [line for line in text[8:] if line.startswith("#")]))
     return d, names
+
+
+def _first(d, failure_mode: str, resource: str | None = None):
+    """Rank 1 of the diagnosis, which must be FAILURE_MODE (on RESOURCE, when given)."""
+    assert d.findings, _said(d)
+    first = d.findings[0]
+    assert (first.rank, first.failure_mode) == (1, failure_mode), _said(d)
+    if resource is not None:
+        assert first.resource == resource, _said(d)
+    return first
 
 
 def _statement(name: str) -> str:
@@ -198,9 +220,7 @@ class TestPostgres:
             stop_recorder(recorder)
 
         d, names = _diagnose(trace)
-        assert d.findings, _said(d)
-        first = d.findings[0]
-        assert (first.rank, first.failure_mode) == (1, "contention"), _said(d)
+        first = _first(d, "contention")
         assert first.resource.startswith("pg.lock.relation"), _said(d)
         assert first.culprit_tasks, _said(d)
         assert names[first.culprit_tasks[0]] == f"pid {reader_pid}: SELECT count(*) FROM ddl", (
@@ -241,13 +261,7 @@ class TestPostgres:
         assert bench and "number of failed transactions: 0" in bench[0], bench
 
         d, names = _diagnose(trace)
-        assert d.findings, _said(d)
-        first = d.findings[0]
-        assert (first.rank, first.failure_mode, first.resource) == (
-            1,
-            "contention",
-            "pg.lock.advisory",
-        ), _said(d)
+        first = _first(d, "contention", "pg.lock.advisory")
         assert names[first.culprit_tasks[0]] == (
             f"pid {holder_pid}: SELECT pg_advisory_xact_lock(42)"
         ), _said(d)
@@ -264,14 +278,7 @@ class TestPostgres:
         while the snapshot stays, and those drops count in the growth detector's noise (what
         lost events could add): with one every 2 s the rise fell under four times the noise,
         and nothing was found, in 1 run of 4."""
-        with server.connect() as setup:
-            setup.execute("DROP TABLE IF EXISTS churn")
-            setup.execute(
-                "CREATE TABLE churn (id int PRIMARY KEY, v int) WITH (autovacuum_vacuum_threshold"
-                " = 300, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_delay = 0)"
-            )
-            setup.execute("INSERT INTO churn SELECT g, 0 FROM generate_series(1, 3000) AS g")
-            setup.execute("VACUUM churn")
+        churn_table(server, rows=3000, vacuum_threshold=300)
         trace = tmp_path / "trace"
         recorder = start_recorder(server, trace)
         done = threading.Event()
@@ -297,39 +304,19 @@ class TestPostgres:
                 ).fetchone()
             return n
 
-        long_xact = server.connect(autocommit=False)
-        long_pid = long_xact.info.backend_pid
         workers = [threading.Thread(target=updates, args=(i,)) for i in range(3)]
-        before = autovacuums()
         try:
-            long_xact.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            long_xact.execute("SELECT count(*) FROM churn").fetchone()
-            for w in workers:
-                w.start()
-            time.sleep(10.0)
-            vacuumed = autovacuums() - before
-            long_xact.commit()  # vacuum may now remove what piled up
-            done.set()
-            for w in workers:
-                w.join(10)
-            with server.connect() as conn:
-                conn.execute("VACUUM churn")
-            time.sleep(1.5)  # the statistics catch up
+            before = autovacuums()
+            long_pid, vacuumed = under_a_long_snapshot(
+                server, done, workers, 10.0, measure=lambda: autovacuums() - before
+            )
         finally:
-            done.set()
-            long_xact.close()
             stop_recorder(recorder)
         assert not errors, errors
         assert vacuumed >= 2, f"autovacuum visited churn {vacuumed} times under the snapshot"
 
         d, names = _diagnose(trace)
-        assert d.findings, _said(d)
-        first = d.findings[0]
-        assert (first.rank, first.failure_mode, first.resource) == (
-            1,
-            "unbounded_growth",
-            "pg.dead_tuples",
-        ), _said(d)
+        first = _first(d, "unbounded_growth", "pg.dead_tuples")
         assert names[first.culprit_tasks[0]] == f"pid {long_pid}: SELECT count(*) FROM churn", (
             _said(d)
         )
@@ -428,9 +415,7 @@ class TestMariaDB:
         finish()
 
         d, names = _diagnose(trace)
-        assert d.findings, _said(d)
-        first = d.findings[0]
-        assert (first.rank, first.failure_mode) == (1, "contention"), _said(d)
+        first = _first(d, "contention")
         assert first.resource.startswith("mdl.table"), _said(d)
         assert (
             names[first.culprit_tasks[0]] == f"connection {reader.thread_id()}: SELECT * FROM t"
@@ -449,50 +434,12 @@ class TestMariaDB:
         finish = self._record(recorder, trace)
         holder = session()
         waiters = [session() for _ in range(4)]
-        errors: list[BaseException] = []
-
-        def hold():
-            try:
-                with holder.cursor() as cur:
-                    cur.execute("BEGIN")
-                    cur.execute("UPDATE acc SET v = v + 1 WHERE id = 7")
-                    cur.execute("SELECT SLEEP(3)")
-                holder.commit()
-            except BaseException as e:  # noqa: BLE001 - reported by the test
-                errors.append(e)
-
-        def wait(con, i):
-            try:
-                with con.cursor() as cur:
-                    cur.execute("SET SESSION innodb_lock_wait_timeout = 60")
-                    cur.execute("BEGIN")
-                    cur.execute(f"UPDATE acc SET v = v + {i} WHERE id = 7")
-                time.sleep(0.1)
-                con.commit()
-            except BaseException as e:  # noqa: BLE001 - reported by the test
-                errors.append(e)
-
-        holding = threading.Thread(target=hold)
-        holding.start()
-        time.sleep(0.4)
-        threads = [threading.Thread(target=wait, args=(c, i + 2)) for i, c in enumerate(waiters)]
-        for t in threads:
-            t.start()
-        holding.join(30)
-        for t in threads:
-            t.join(30)
-        assert not errors, errors
+        row_lock_queue(holder, waiters, "acc", 7, sleep=3, head_start=0.4, keep=0.1)
         time.sleep(0.3)
         finish()
 
         d, names = _diagnose(trace)
-        assert d.findings, _said(d)
-        first = d.findings[0]
-        assert (first.rank, first.failure_mode, first.resource) == (
-            1,
-            "contention",
-            "innodb.row_lock",
-        ), _said(d)
+        first = _first(d, "contention", "innodb.row_lock")
         assert names[first.culprit_tasks[0]] == (
             f"connection {holder.thread_id()}: UPDATE acc SET v = v + 1 WHERE id = 7"
         ), _said(d)

@@ -16,7 +16,13 @@ sys.path.insert(0, str(Path(__file__).parent / "mariadb"))
 from mariadb_server import Server  # noqa: E402
 
 from gigi.cli import main as cli  # noqa: E402
-from tests.mariadb.fixtures import recorder_fixture, session_fixture  # noqa: E402, F401
+from tests.mariadb.fixtures import (  # noqa: E402, F401
+    bad_names,
+    exclusive_overlaps,
+    recorder_fixture,
+    row_lock_queue,
+    session_fixture,
+)
 from tests.mariadb.fixtures import wait_for as _wait_for  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -30,24 +36,6 @@ def server(tmp_path_factory):
         yield srv
     finally:
         srv.stop()
-
-
-def _exclusive_overlaps(con) -> list[tuple]:
-    """Holds of one object of an exclusive resource that overlap in trace order, from the
-    store's holds view."""
-    return con.execute(
-        """SELECT a.resource, a.object, a.task, b.task
-        FROM holds AS a JOIN holds AS b ON a.resource = b.resource AND a.object = b.object
-            AND a.acquire_seq < b.acquire_seq
-            AND b.acquire_seq < coalesce(a.release_seq, 9223372036854775807)
-        JOIN resources AS r ON r.resource = a.resource
-        WHERE r.sharing = 'exclusive'"""
-    ).fetchall()
-
-
-def _bad_names(con) -> list[str]:
-    names = [n for (n,) in con.execute("SELECT name FROM tasks").fetchall()]
-    return [n for n in names if n is None or "?@?" in n or "None" in n]
 
 
 def test_open_select_keeps_mdl_and_alter_waits(server, session, recorder, tmp_path):
@@ -148,8 +136,8 @@ def test_open_select_keeps_mdl_and_alter_waits(server, session, recorder, tmp_pa
     assert con.execute(
         "SELECT capacity, sharing FROM resources WHERE resource = 'mdl.table'"
     ).fetchall() == [(1, "exclusive")]
-    assert _exclusive_overlaps(con) == []
-    assert _bad_names(con) == []
+    assert exclusive_overlaps(con) == []
+    assert bad_names(con) == []
     assert "innodb_lock_waits" in summary["row_locks"]
 
     # sites: the server's SOURCE file:line, where the build fills it (Debian's leaves it empty)
@@ -319,39 +307,7 @@ def test_a_row_lock_holder_is_named_by_its_update_not_its_sleep(
     stop, recording, result = recorder(trace, duration=60.0, interval=0.01)
     holder = session()
     waiters = [session() for _ in range(3)]
-    errors: list[BaseException] = []
-
-    def hold():
-        try:
-            with holder.cursor() as cur:
-                cur.execute("BEGIN")
-                cur.execute("UPDATE hot SET v = v + 1 WHERE id = 1")
-                cur.execute("SELECT SLEEP(4)")
-            holder.commit()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    def wait(con, i):
-        try:
-            with con.cursor() as cur:
-                cur.execute("SET SESSION innodb_lock_wait_timeout = 60")
-                cur.execute("BEGIN")
-                cur.execute(f"UPDATE hot SET v = v + {i} WHERE id = 1")
-            time.sleep(0.3)  # holds the row a while: it passes from one waiter to the next
-            con.commit()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    holding = threading.Thread(target=hold)
-    holding.start()
-    time.sleep(0.5)
-    threads = [threading.Thread(target=wait, args=(c, i + 2)) for i, c in enumerate(waiters)]
-    for t in threads:
-        t.start()
-    holding.join(30)
-    for t in threads:
-        t.join(30)
-    assert not errors, errors
+    row_lock_queue(holder, waiters, "hot", 1, sleep=4, head_start=0.5, keep=0.3)
     time.sleep(0.5)
     stop.set()
     recording.join(30)
@@ -387,8 +343,8 @@ def test_a_row_lock_holder_is_named_by_its_update_not_its_sleep(
         "SELECT count(DISTINCT task) FROM holds WHERE resource = 'innodb.row_lock'"
     ).fetchone()
     assert holds >= 3  # the holder and the waiters it passed to, one after another
-    assert _exclusive_overlaps(con) == []
-    assert _bad_names(con) == []
+    assert exclusive_overlaps(con) == []
+    assert bad_names(con) == []
 
 
 def test_a_lock_passed_round_is_never_held_twice(server, session, recorder, tmp_path):
@@ -435,12 +391,12 @@ def test_a_lock_passed_round_is_never_held_twice(server, session, recorder, tmp_
         "SELECT count(*) FROM holds WHERE resource = 'mdl.user_level_lock'"
     ).fetchone()
     assert holds >= 10, holds
-    assert _exclusive_overlaps(con) == []
+    assert exclusive_overlaps(con) == []
     (peak,) = con.execute(
         "SELECT max(outstanding) FROM outstanding WHERE resource = 'mdl.user_level_lock'"
     ).fetchone()
     assert peak == 1
-    assert _bad_names(con) == []
+    assert bad_names(con) == []
 
 
 def test_a_transaction_is_named_by_a_statement_of_its_own():

@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from gigi.cli import main as cli
-from tests.postgres.server import Server, start_recorder, stop_recorder, wait_until
+from tests.mariadb.fixtures import bad_names, exclusive_overlaps
+from tests.postgres.server import (
+    Server,
+    churn_table,
+    start_recorder,
+    stop_recorder,
+    under_a_long_snapshot,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -118,8 +126,8 @@ def test_lock_chain_blames_the_root_blocker(server, tmp_path):
     # B waited too: it is never the first to blame
     assert all(f["culprit_tasks"][0] != task_b for f in findings), findings
     con = _store(trace, tmp_path)
-    assert _exclusive_overlaps(con) == []
-    assert _bad_names(con) == []
+    assert exclusive_overlaps(con) == []
+    assert bad_names(con) == []
 
 
 def _store(trace: Path, tmp_path: Path):
@@ -128,23 +136,6 @@ def _store(trace: Path, tmp_path: Path):
 
     ingest(trace, tmp_path / "store")
     return connect(tmp_path / "store")
-
-
-def _exclusive_overlaps(con) -> list[tuple]:
-    """Holds of one object of an exclusive resource that overlap in trace order."""
-    return con.execute(
-        """SELECT a.resource, a.object, a.task, b.task
-        FROM holds AS a JOIN holds AS b ON a.resource = b.resource AND a.object = b.object
-            AND a.acquire_seq < b.acquire_seq
-            AND b.acquire_seq < coalesce(a.release_seq, 9223372036854775807)
-        JOIN resources AS r ON r.resource = a.resource
-        WHERE r.sharing = 'exclusive'"""
-    ).fetchall()
-
-
-def _bad_names(con) -> list[str]:
-    names = [n for (n,) in con.execute("SELECT name FROM tasks").fetchall()]
-    return [n for n in names if n is None or "?@?" in n or "None" in n]
 
 
 def test_a_row_lock_holder_is_named_by_its_update_not_its_sleep(server, tmp_path):
@@ -220,8 +211,8 @@ def test_a_row_lock_holder_is_named_by_its_update_not_its_sleep(server, tmp_path
         "SELECT count(DISTINCT task) FROM holds WHERE resource = 'pg.lock.tuple'"
     ).fetchone()
     assert holders >= 1
-    assert _exclusive_overlaps(con) == []
-    assert _bad_names(con) == []
+    assert exclusive_overlaps(con) == []
+    assert bad_names(con) == []
 
 
 def test_an_advisory_lock_passed_round_is_never_held_twice(server, tmp_path):
@@ -263,12 +254,12 @@ def test_an_advisory_lock_passed_round_is_never_held_twice(server, tmp_path):
         "SELECT count(*) FROM holds WHERE resource = 'pg.lock.advisory'"
     ).fetchone()
     assert holds >= 10, holds
-    assert _exclusive_overlaps(con) == []
+    assert exclusive_overlaps(con) == []
     (peak,) = con.execute(
         "SELECT max(outstanding) FROM outstanding WHERE resource = 'pg.lock.advisory'"
     ).fetchone()
     assert peak == 1
-    assert _bad_names(con) == []
+    assert bad_names(con) == []
 
 
 @pytest.mark.parametrize("long_transaction", [True, False], ids=["long-xact", "healthy"])
@@ -278,14 +269,7 @@ def test_long_transaction_holding_back_vacuum(server, tmp_path, long_transaction
     transaction to blame. Without it, vacuum keeps up: no growth."""
     from gigi.record.postgres import PostgresRecording, record
 
-    with server.connect() as setup:
-        setup.execute("DROP TABLE IF EXISTS churn")
-        setup.execute(
-            "CREATE TABLE churn (id int PRIMARY KEY, v int) WITH (autovacuum_vacuum_threshold "
-            "= 200, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_delay = 0)"
-        )
-        setup.execute("INSERT INTO churn SELECT g, 0 FROM generate_series(1, 2000) AS g")
-        setup.execute("VACUUM churn")
+    churn_table(server, rows=2000, vacuum_threshold=200)
     trace = tmp_path / "trace"
     stop = threading.Event()
     summary: list = []
@@ -313,28 +297,13 @@ def test_long_transaction_holding_back_vacuum(server, tmp_path, long_transaction
             while not done.wait(2.0):
                 conn.execute("VACUUM churn")
 
-    long_xact = server.connect(autocommit=False)
-    long_pid = long_xact.info.backend_pid
     workers = [threading.Thread(target=updates, args=(i,)) for i in range(4)]
     workers.append(threading.Thread(target=vacuums))
     try:
-        time.sleep(0.5)
-        if long_transaction:
-            long_xact.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            long_xact.execute("SELECT count(*) FROM churn").fetchone()
-        for w in workers:
-            w.start()
-        time.sleep(14.0)
-        long_xact.commit()  # vacuum may now remove what piled up
-        done.set()
-        for w in workers:
-            w.join(10)
-        with server.connect() as conn:
-            conn.execute("VACUUM churn")
-        time.sleep(1.5)  # the statistics catch up
+        long_pid, _ = under_a_long_snapshot(
+            server, done, workers, 14.0, snapshot=long_transaction, settle=0.5
+        )
     finally:
-        done.set()
-        long_xact.close()
         stop.set()
         recorder.join(30)
     assert summary and summary[0].polls > 100

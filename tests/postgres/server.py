@@ -242,3 +242,59 @@ def stop_recorder(proc: subprocess.Popen) -> str:
     assert proc.returncode == 0, err
     assert err == ""
     return out
+
+
+def churn_table(server: Server, rows: int, vacuum_threshold: int) -> None:
+    """A fresh table ``churn (id, v)`` of ROWS rows, vacuumed, that autovacuum visits (with no
+    cost delay) once VACUUM_THRESHOLD of its tuples are dead."""
+    with server.connect() as setup:
+        setup.execute("DROP TABLE IF EXISTS churn")
+        setup.execute(
+            "CREATE TABLE churn (id int PRIMARY KEY, v int) WITH (autovacuum_vacuum_threshold"
+            f" = {vacuum_threshold}, autovacuum_vacuum_scale_factor = 0,"
+            " autovacuum_vacuum_cost_delay = 0)"
+        )
+        setup.execute(f"INSERT INTO churn SELECT g, 0 FROM generate_series(1, {rows}) AS g")
+        setup.execute("VACUUM churn")
+
+
+def under_a_long_snapshot(
+    server: Server,
+    done,
+    workers: list,
+    seconds: float,
+    *,
+    snapshot: bool = True,
+    settle: float = 0.0,
+    measure=None,
+) -> tuple[int, object]:
+    """WORKERS (threads that run until DONE is set) started and left SECONDS while a
+    REPEATABLE READ transaction keeps the snapshot of churn it took by
+    ``SELECT count(*) FROM churn`` (none when not SNAPSHOT; SETTLE s before it is taken);
+    then the transaction commits, the workers stop, churn is vacuumed and the statistics
+    catch up. Returns the transaction's pid and what MEASURE returned at the end of SECONDS,
+    before the commit (None without it)."""
+    long_xact = server.connect(autocommit=False)
+    long_pid = long_xact.info.backend_pid
+    measured = None
+    try:
+        time.sleep(settle)
+        if snapshot:
+            long_xact.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            long_xact.execute("SELECT count(*) FROM churn").fetchone()
+        for w in workers:
+            w.start()
+        time.sleep(seconds)
+        if measure is not None:
+            measured = measure()
+        long_xact.commit()  # vacuum may now remove what piled up
+        done.set()
+        for w in workers:
+            w.join(10)
+        with server.connect() as conn:
+            conn.execute("VACUUM churn")
+        time.sleep(1.5)  # the statistics catch up
+    finally:
+        done.set()
+        long_xact.close()
+    return long_pid, measured
