@@ -112,7 +112,7 @@ SELECT
         'capacity': bound, 'capacity_inferred': inferred, 'peak_outstanding': peak,
         'share_of_time_near_capacity': round(near_full, 3),
         'wait_not_on_standouts_per_trace_time': round(rest_per_trace, 3),
-        'utilization': utilization
+        'used_per_acquired_unit': round(utilization, 3)
     })::VARCHAR AS evidence,
     printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, and %.1f s of it is spread over holders none of whom stands out: it is too small for the load',
            waiting, wait_ns / 1e9, resource, bound,

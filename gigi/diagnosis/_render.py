@@ -28,9 +28,17 @@ def task_names(con, tasks: list[int]) -> dict[int, str]:
     return {t: n for t, n in rows if n}
 
 
-def _tasks(names: dict[int, str], tasks: list[int], most: int) -> str:
+def victim_count(f) -> int:
+    """How many tasks a finding slowed: its evidence's count where it has one (the list of
+    victim tasks is capped at 100), else the list's length."""
+    counted = f.evidence.get("victims") or f.evidence.get("waiting_tasks") or 0
+    return max(int(counted), len(f.victim_tasks))
+
+
+def _tasks(names: dict[int, str], tasks: list[int], most: int, total: int | None = None) -> str:
     shown = [f"{names.get(t, 'task')} ({t})" for t in tasks[:most]]
-    more = f" and {len(tasks) - most} more" if len(tasks) > most else ""
+    total = max(total or 0, len(tasks))
+    more = f" and {total - most} more" if total > most else ""
     return ", ".join(shown) + more if shown else "none"
 
 
@@ -99,7 +107,7 @@ def render(d: Diagnosis) -> str:
             f"   {f.summary}",
             f"   culprits: {_tasks(names, f.culprit_tasks, 3)}",
             *_groups(f.culprit_groups),
-            f"   victims:  {_tasks(names, f.victim_tasks, 3)}",
+            f"   victims:  {_tasks(names, f.victim_tasks, 3, victim_count(f))}",
             "   evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()),
         ]
         for s in f.sites:
@@ -163,7 +171,8 @@ def render_explain(doc: dict) -> str:
     for u in doc["unexplained"]:
         lines.append(f"unexplained: {u['summary']}")
     for v in doc["verdicts"]:
-        head = f"{v['detector']} ({v['failure_mode']}): {v['verdict']}"
+        mode = "" if v["detector"] == v["failure_mode"] else f" ({v['failure_mode']})"
+        head = f"{v['detector']}{mode}: {v['verdict']}"
         if v["verdict"] == "finding":
             lines += ["", f"{head}, rank {v['rank']}, score {v['score']:.2f}", f"   {v['summary']}"]
         else:

@@ -12,7 +12,7 @@ import json
 from html import escape
 
 from gigi.diagnosis import Diagnosis, Finding
-from gigi.diagnosis._render import task_names
+from gigi.diagnosis._render import task_names, victim_count
 from gigi.errors import GigiError
 from gigi.report import _data
 from gigi.report._config import ReportConfig
@@ -65,11 +65,14 @@ def _task(names: dict[int, str], task: int) -> str:
     return f'{_e(name)} <span class="id">({task})</span>' if name else f"task {task}"
 
 
-def _tasks(names: dict[int, str], tasks: list[int], most: int, css: str) -> str:
+def _tasks(
+    names: dict[int, str], tasks: list[int], most: int, css: str, total: int | None = None
+) -> str:
     if not tasks:
         return '<span class="missing">none</span>'
     items = "".join(f'<li class="{css}">{_task(names, t)}</li>' for t in tasks[:most])
-    more = f"<li>and {len(tasks) - most} more</li>" if len(tasks) > most else ""
+    total = max(total or 0, len(tasks))
+    more = f"<li>and {total - most} more</li>" if total > most else ""
     return f"<ul>{items}{more}</ul>"
 
 
@@ -165,6 +168,7 @@ def _finding(d: Diagnosis, f: Finding, ctx: dict) -> str:
     con, config = d.con, ctx["config"]
     names = task_names(con, f.culprit_tasks[:10] + f.victim_tasks[:10])
     marks, legend = _marks(con, f, names, config, ctx["span"])
+    victims = _tasks(names, f.victim_tasks, 5, "victim", victim_count(f))
     capacity = ctx["facts"].get(f.resource, (None,))[0]
     cause = (
         f' <a href="#finding-{f.caused_by}">caused by #{f.caused_by}</a>'
@@ -183,7 +187,7 @@ def _finding(d: Diagnosis, f: Finding, ctx: dict) -> str:
 <div class="who">
 <div class="culprits"><h3>Culprits</h3>{_tasks(names, f.culprit_tasks, 5, "culprit")}
 {_groups(f.culprit_groups)}</div>
-<div class="victims"><h3>Victims</h3>{_tasks(names, f.victim_tasks, 5, "victim")}</div>
+<div class="victims"><h3>Victims</h3>{victims}</div>
 </div>
 <h3>Evidence</h3>
 {_evidence(f.evidence)}
