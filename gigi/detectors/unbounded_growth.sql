@@ -74,5 +74,38 @@ SELECT
     })::VARCHAR AS evidence,
     printf('%s grew by %d units (%.0f per second) for %.1f s without levelling off',
            e.resource, e.growth_rise, e.growth_slope_per_s,
-           (e.growth_peak_ts - e.growth_start_ts) / 1e9) AS summary
-FROM episode AS e;
+           (e.growth_peak_ts - e.growth_start_ts) / 1e9) AS summary,
+    CAST(NULL AS VARCHAR) AS why_not
+FROM episode AS e
+UNION ALL
+-- the verdict on every other resource that rose at all: what fell short
+SELECT
+    m.resource, CAST(NULL AS DOUBLE), []::BIGINT[], []::BIGINT[],
+    to_json({
+        'growth_rise': m.growth_rise, 'growth_base': m.growth_base,
+        'rising_share': round(m.growth_rising_share, 3),
+        'span_share': round(m.growth_span_share, 3), 'growth_noise': round(m.growth_noise, 1),
+        'plateau': m.growth_plateau, 'peak_outstanding': m.peak, 'capacity': m.capacity
+    })::VARCHAR,
+    '',
+    CASE
+        WHEN coalesce(m.growth_plateau, false) THEN
+            'outstanding rose and levelled off: a warm-up, not growth'
+        WHEN NOT coalesce(m.growth_sustained, false) THEN
+            printf('outstanding did not keep rising: it rose in %.0f%% of its episode''s windows',
+                   100 * coalesce(m.growth_rising_share, 0))
+        WHEN m.growth_rise < getvariable('growth_min_rise') * greatest(m.growth_base, 1) THEN
+            printf('it rose by %d from %d; growth needs %g times the level it started from (growth_min_rise)',
+                   m.growth_rise, m.growth_base, getvariable('growth_min_rise'))
+        WHEN m.growth_span_share < getvariable('growth_min_span') THEN
+            printf('the rise lasted %.0f%% of the trace; growth needs %.0f%% (growth_min_span)',
+                   100 * m.growth_span_share, 100 * getvariable('growth_min_span'))
+        WHEN m.growth_rise < getvariable('growth_min_noise_ratio') * m.growth_noise THEN
+            printf('it rose by %d, under %g times the %.0f that lost events alone could add (growth_min_noise_ratio)',
+                   m.growth_rise, getvariable('growth_min_noise_ratio'), m.growth_noise)
+        ELSE
+            printf('its count peaked at %d, above 1.5 times its capacity of %d: the events do not add up',
+                   m.peak, m.capacity)
+    END
+FROM metrics_resources AS m
+WHERE m.growth_rise > 0 AND m.resource NOT IN (SELECT resource FROM episode);
