@@ -611,6 +611,39 @@ def test_an_exclusive_lock_changing_hands_in_one_poll_is_never_held_twice(tmp_pa
     assert len(holds) == 2 and holds[0][1] < holds[1][0], holds
 
 
+def test_a_releasers_row_read_beside_the_new_holders_is_stale():
+    """A poll reads the lock table row by row: A's row is read before A lets GET_LOCK's lock go,
+    B's after B got it, so one poll shows both granted. The server never grants it twice: A's
+    hold ends there, before B's begins; and of two holds both new in one poll, one began and
+    ended between the polls and only the other is kept."""
+    from gigi.record._mariadb_model import Model, Poll
+
+    a, b, c = _connection(10, 3), _connection(11, 4), _connection(12, 5)
+    lock = dict(kind="USER LEVEL LOCK", name="k", duration="EXPLICIT")
+    m = Model(own_thread=1)
+    m.add(Poll(0, 10, metadata_locks=[_mdl(10, 0xA, "SHARED_NO_WRITE", **lock)], threads=[a, b, c]))
+    both = [_mdl(10, 0xA, "SHARED_NO_WRITE", **lock), _mdl(11, 0xB, "SHARED_NO_WRITE", **lock)]
+    m.add(Poll(20, 30, metadata_locks=both, threads=[a, b, c]))
+    m.add(Poll(40, 50, metadata_locks=[_mdl(11, 0xB, "SHARED_NO_WRITE", **lock)], threads=[a, b, c]))
+    two_new = [
+        _mdl(10, 0xC, "SHARED_NO_WRITE", event=8, **lock),
+        _mdl(12, 0xD, "SHARED_NO_WRITE", event=9, **lock),
+    ]
+    m.add(Poll(60, 70, metadata_locks=two_new, threads=[a, b, c]))
+    m.add(Poll(80, 90, metadata_locks=two_new[1:], threads=[a, b, c]))
+    m.finish(100)
+    events, _, _ = m.take()
+    assert _overlaps(events) == []
+    held = [(e["kind"], e["ts"], e["thread"]) for e in events if e["kind"] in (1, 3)]
+    assert held == [
+        (1, 10, 910),  # A
+        (3, 30, 910),  # A's row read beside B's: A let go
+        (1, 30, 911),  # B
+        (3, 70, 911),  # B let go before two new rows: C's, and a stale one of A's
+        (1, 70, 912),  # C, still holding when the recording ends
+    ], held
+
+
 def test_a_wait_is_on_the_class_of_what_keeps_it_waiting():
     """An open transaction's SELECT holds t's metadata lock in SHARED_READ; an ALTER holds
     SHARED_UPGRADABLE and waits for EXCLUSIVE; an INSERT queues behind the ALTER. The SELECT's

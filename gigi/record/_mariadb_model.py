@@ -655,6 +655,9 @@ class Model:
             present[key] = (r, base, obj, exclusive, name)
             if r["LOCK_STATUS"] == "GRANTED":
                 granted[(base, obj)].append((r["OWNER_THREAD_ID"], exclusive))
+        for key in self._stale_grants(present):
+            r, base, obj, exclusive, _ = present.pop(key)
+            granted[(base, obj)].remove((r["OWNER_THREAD_ID"], exclusive))
         # waits that ended: written now, unless their lock is granted in this poll (then
         # with its ACQUIRE, below)
         for key, w in self.mdl_waiting.items():
@@ -759,6 +762,34 @@ class Model:
                 self._event(w.start, WAIT, w.resource, task, thread, w.object, ts - w.start, w.site)
             self.holds[(task_id, resource, obj)].acquired = ts
             self._event(ts, ACQUIRE, resource, task, thread, obj, site=site)
+
+    def _stale_grants(self, present: dict) -> list[tuple]:
+        """The GRANTED rows of an exclusive lock that one poll shows held by two threads.
+
+        The server never grants an exclusive lock twice; a poll reads the lock table row by
+        row, and the row of a holder that let the lock go (to a waiter, or to whoever asked
+        next) can be read before it is gone. Of the threads the poll shows, the ones already
+        holding before it are the ones that let go, and of several new ones all but one (the
+        latest statement) are rows of holds that began and ended between two polls: those
+        rows are stale. A stale row still there in the next poll is read as a new grant then.
+        """
+        owners = defaultdict(dict)  # (base, object) -> {owner thread: [ticket keys]}
+        for key, (r, base, obj, exclusive, _) in present.items():
+            if r["LOCK_STATUS"] == "GRANTED" and exclusive:
+                owners[(base, obj)].setdefault(r["OWNER_THREAD_ID"], []).append(key)
+        stale = []
+        for by_thread in owners.values():
+            if len(by_thread) < 2:
+                continue
+            new = [
+                t for t, keys in by_thread.items() if not any(k in self.mdl_tickets for k in keys)
+            ]
+            keep = max(
+                new or by_thread,
+                key=lambda t: max(present[k][0]["OWNER_EVENT_ID"] or 0 for k in by_thread[t]),
+            )
+            stale += [k for t, keys in by_thread.items() if t != keep for k in keys]
+        return stale
 
     def _row_took(self, thread: int, name: str) -> str | None:
         """The statement that took the row lock ``name`` held by ``thread``: the one that took
