@@ -53,16 +53,58 @@ WITH bound AS (
     LEFT JOIN metrics_holds AS q ON q.resource = h.resource
     LEFT JOIN users AS u ON u.resource = h.resource AND u.task = h.task
     WHERE h.task IS NOT NULL
+), self_released AS (
+    -- resources whose units are let go by the tasks that took them (most RELEASEs are by a
+    -- task that has an ACQUIRE of the resource): a pool's, a lock's, not a log's
+    SELECT resource
+    FROM (SELECT resource, task, bool_or(kind = 1) AS took,
+                 count(*) FILTER (WHERE kind = 3) AS released
+          FROM events WHERE kind IN (1, 3) AND task IS NOT NULL GROUP BY ALL)
+    GROUP BY resource
+    HAVING sum(CASE WHEN took THEN released ELSE 0 END) >= 0.5 * sum(released)
+), own AS (
+    -- each task's ACQUIREs and RELEASEs of one object in order, with their neighbours
+    SELECT e.resource, e.task, e.kind, e.ts, e.amount,
+           lead(e.kind) OVER w AS next_kind, lead(e.ts) OVER w AS next_ts,
+           lag(e.kind) OVER w AS prev_kind, lag(e.ts) OVER w AS prev_ts
+    FROM events AS e SEMI JOIN self_released AS s ON s.resource = e.resource
+    WHERE e.kind IN (1, 3) AND e.task IS NOT NULL
+    WINDOW w AS (PARTITION BY e.resource, e.object, e.task ORDER BY e.ts, e.seq)
+), own_held AS (
+    -- The same units paired within each task, where units are let go by their takers: an
+    -- ACQUIRE lasts to the task's next event of the object (its RELEASE, or, that lost, its
+    -- next ACQUIRE) or to the task's end; a RELEASE with no ACQUIRE of its own before it
+    -- (lost, or before the trace) was held since the task's previous event of the object,
+    -- the end of its last wait for the resource, or its start. Holds of a pool are paired
+    -- across tasks (oldest first), so there one lost ACQUIRE cuts short every hold after it
+    -- until the pool empties; paired this way, a lost event costs one hold's worth.
+    SELECT o.resource, o.ts AS acquire_ts, o.amount,
+           coalesce(o.next_ts, t."end", i."end") AS held_until
+    FROM own AS o LEFT JOIN tasks AS t ON t.task = o.task CROSS JOIN trace_info AS i
+    WHERE o.kind = 1
+    UNION ALL
+    SELECT o.resource,
+           greatest(coalesce(o.prev_ts, i.start), coalesce(t.start, i.start),
+                    coalesce(w.until, i.start)),
+           o.amount, o.ts
+    FROM own AS o LEFT JOIN tasks AS t ON t.task = o.task CROSS JOIN trace_info AS i
+    ASOF LEFT JOIN (SELECT resource, task, end_ts AS until FROM waits) AS w
+        ON w.resource = o.resource AND w.task = o.task AND o.ts >= w.until
+    WHERE o.kind = 3 AND coalesce(o.prev_kind, 3) = 3
 ), full_share AS (
-    -- Share of the window ends at which the resource was (near) full, counted two ways: by
-    -- the running sum of its events, and by the holds open then (each ended at its task's
-    -- end); the second stays right when events were lost and the sum drifts. Units held by
-    -- tasks that never used them are set aside in both.
+    -- Share of the window ends at which the resource was (near) full, counted three ways: by
+    -- the running sum of its events, by the holds open then (each ended at its task's end),
+    -- and, where takers let go of their own units, by the holds paired within each task;
+    -- the last two stay near the truth when events were lost and the sum drifts. Units held
+    -- by tasks that never used them are set aside.
     SELECT o.resource,
            greatest(
                avg(CASE WHEN o.outstanding - coalesce(hw.idle_units, 0) >= 0.9 * b.capacity
                         THEN 1.0 ELSE 0.0 END),
                avg(CASE WHEN coalesce(hw.units, 0) - coalesce(hw.idle_units, 0)
+                             >= 0.75 * b.capacity
+                        THEN 1.0 ELSE 0.0 END),
+               avg(CASE WHEN coalesce(ow.units, 0) - coalesce(hw.idle_units, 0)
                              >= 0.75 * b.capacity
                         THEN 1.0 ELSE 0.0 END))
                AS share
@@ -76,6 +118,13 @@ WITH bound AS (
             AND h.held_until > o2.window_end
         GROUP BY ALL
     ) AS hw ON hw.resource = o.resource AND hw.window_index = o.window_index
+    LEFT JOIN (
+        SELECT o3.resource, o3.window_index, sum(h.amount) AS units
+        FROM metrics_outstanding AS o3
+        JOIN own_held AS h ON h.resource = o3.resource AND h.acquire_ts <= o3.window_end
+            AND h.held_until > o3.window_end
+        GROUP BY ALL
+    ) AS ow ON ow.resource = o.resource AND ow.window_index = o.window_index
     GROUP BY o.resource
 ), waiters AS (
     SELECT resource, min_by(task, {'ns': -ns, 'task': task}, 100) AS victim_tasks,
