@@ -41,9 +41,7 @@ def write_result(
 def _encode(table: pa.Table, fmt: str) -> bytes:
     sink = io.BytesIO()
     if fmt == "csv":
-        import pyarrow.csv as pcsv
-
-        pcsv.write_csv(table, sink)
+        _write_csv(table, sink)
     elif fmt == "json":
         rows = table.to_pylist()
         sink.write((json.dumps(rows, indent=1, default=str) + "\n").encode())
@@ -57,6 +55,39 @@ def _encode(table: pa.Table, fmt: str) -> bytes:
         with ipc.new_stream(sink, table.schema) as w:
             w.write_table(table)
     return sink.getvalue()
+
+
+def _write_csv(table: pa.Table, sink: io.BytesIO) -> None:
+    """CSV has no lists, structs or maps: a column Arrow cannot write as CSV is written as text,
+    each value as JSON (``[1, 2]``, ``{"a": 1}``), so that every result has a CSV."""
+    import pyarrow.csv as pcsv
+
+    try:
+        pcsv.write_csv(table, sink)
+        return
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        sink.seek(0)
+        sink.truncate()
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            pcsv.write_csv(pa.table({name: column}), io.BytesIO())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            column = pa.array(
+                [None if v is None else _json_text(v) for v in column.to_pylist()], pa.string()
+            )
+        columns.append(column)
+    try:
+        pcsv.write_csv(pa.table(columns, names=table.column_names), sink)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        first = str(e).splitlines()[0]
+        raise QueryError(f"csv cannot hold this result ({first}): use json or parquet") from None
+
+
+def _json_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def _print_table(table: pa.Table, file, title: str | None, limit: int | None) -> None:

@@ -1052,6 +1052,10 @@ def _main(argv: list[str] | None) -> int:
         )
         return 1
     except Exception as e:  # noqa: BLE001 - one line, never a traceback, unless asked
+        refused = _duckdb_user_error(e)
+        if refused is not None:
+            print(f"gigi-query: error: {refused}", file=sys.stderr)
+            return 2
         if os.environ.get("GIGI_DEBUG"):
             raise
         print(
@@ -1061,6 +1065,22 @@ def _main(argv: list[str] | None) -> int:
         )
         return 1
     return 0
+
+
+def _duckdb_user_error(e: Exception) -> str | None:
+    """The one line for an error DuckDB raised while a query ran or its rows were fetched (a
+    function refused, ``error('boom')``, a value out of range), or None when it is not one.
+    Only DuckDB's own internal and fatal errors stay internal. DuckDB is looked up, not
+    imported: a command that never imported it cannot have raised its errors."""
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is None or not isinstance(e, duckdb.Error):
+        return None
+    if isinstance(e, duckdb.InternalError | duckdb.FatalException):
+        return None
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if isinstance(e, duckdb.PermissionException):
+        return f"refused: queries may read only the trace's own tables ({first})"
+    return first
 
 
 def entry() -> None:

@@ -105,6 +105,14 @@ def test_csv_to_stdout_and_named_query(ingested):
         (["sql", "{store}", "SELECT 1", "--format", "xml"], "unknown format 'xml'"),
         (["info", "{store}", "--trace", "zzz"], "no trace 'zzz' in this store"),
         (["sql", "{store}", "SELECT 1", "--param", "oops"], "--param 'oops': expected NAME=VALUE"),
+        # raised by DuckDB while the rows are fetched, not when the query is prepared
+        (["sql", "{store}", "SELECT error('boom')"], "error: Invalid Input Error: boom"),
+        (
+            ["sql", "{store}", "SELECT * FROM sniff_csv('{store}/../trace/e.arrows')"],
+            "gigi-query: error: refused: queries may read only the trace's own tables",
+        ),
+        (["sql", "{store}", "SELECT CAST('x' AS INT)"], "error: Conversion Error: Could not"),
+        (["sql", "{store}", "SELECT max(ts) + 9223372036854775807 FROM events"], "Out of Range"),
     ],
 )
 def test_errors_are_one_line_without_traceback(ingested, args, message):
@@ -116,6 +124,21 @@ def test_errors_are_one_line_without_traceback(ingested, args, message):
     # One line for the error (beside the note that this trace lost events).
     lines = [line for line in err.strip().splitlines() if not line.startswith("gigi-query: note")]
     assert len(lines) == 1
+
+
+def test_csv_writes_lists_structs_and_maps_as_json_text(ingested):
+    out = cli(
+        "sql",
+        str(ingested),
+        "SELECT [1, 2] AS l, {'a': [NULL, 'x']} AS s, NULL::INT[] AS n, 3 AS i",
+        "--format",
+        "csv",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().splitlines() == [
+        '"l","s","n","i"',
+        '"[1, 2]","{""a"": [null, ""x""]}",,3',
+    ]
 
 
 def test_bad_segment_error_names_the_file(trace_dir, store):
