@@ -877,7 +877,7 @@ static void at_exit(void) {
 }
 
 /* Around fork: the parent flushes first, so that the child inherits nothing to write twice;
- * the child starts over as a process of its own (pid, task ids, rings, writer). */
+ * the child starts over as a process of its own (pid, task ids, rings, locks, writer). */
 static void before_fork(void) {
     if (!gigi_enabled_) return;
     flush(FLUSH_ALL);
@@ -893,8 +893,17 @@ static void after_fork_parent(void) {
 
 static void after_fork_child(void) {
     if (!gigi_enabled_) return;
-    pthread_mutex_unlock(&g.lock);
-    pthread_mutex_unlock(&g.flush_lock);
+    /* The locks and the condition variable are made anew, not unlocked: the copies describe
+     * the parent's threads, which the child does not have. A copy of `wake` still counts the
+     * parent's writer as its waiter, and the child's first signal would wait for that writer
+     * to wake, forever (glibc's condition variables), with the child's writer behind it. */
+    pthread_mutex_init(&g.lock, NULL);
+    pthread_mutex_init(&g.flush_lock, NULL);
+    pthread_cond_init(&g.wake, NULL);
+    g.writer_running = 0;
+    g.stopping = 0;
+    atomic_store(&g.nudged, 0);
+    g.write_failed = 0;
     g.pid = getpid();
     g.task_counter = 0;
     g.seq = 0;
