@@ -57,18 +57,19 @@ WITH bound AS (
     -- resources whose units are let go by the tasks that took them (most RELEASEs are by a
     -- task that has an ACQUIRE of the resource): a pool's, a lock's, not a log's
     SELECT resource
-    FROM (SELECT resource, task, bool_or(kind = 1) AS took,
-                 count(*) FILTER (WHERE kind = 3) AS released
-          FROM events WHERE kind IN (1, 3) AND task IS NOT NULL GROUP BY ALL)
+    FROM (SELECT resource, task, max(CASE WHEN kind = 1 THEN 1 ELSE 0 END) AS took,
+                 sum(CASE WHEN kind = 3 THEN 1 ELSE 0 END) AS released
+          FROM events WHERE kind IN (1, 3) AND task IS NOT NULL GROUP BY resource, task)
     GROUP BY resource
-    HAVING sum(CASE WHEN took THEN released ELSE 0 END) >= 0.5 * sum(released)
+    HAVING sum(took * released) >= 0.5 * sum(released)
 ), own AS (
     -- each task's ACQUIREs and RELEASEs of one object in order, with their neighbours
-    SELECT e.resource, e.task, e.kind, e.ts, e.amount,
-           lead(e.kind) OVER w AS next_kind, lead(e.ts) OVER w AS next_ts,
-           lag(e.kind) OVER w AS prev_kind, lag(e.ts) OVER w AS prev_ts
-    FROM events AS e SEMI JOIN self_released AS s ON s.resource = e.resource
+    SELECT e.resource, e.task, e.seq, e.kind, e.ts, e.amount,
+           lead(e.ts) OVER w AS next_ts, lag(e.kind) OVER w AS prev_kind,
+           lag(e.ts) OVER w AS prev_ts
+    FROM events AS e
     WHERE e.kind IN (1, 3) AND e.task IS NOT NULL
+        AND e.resource IN (SELECT resource FROM self_released)
     WINDOW w AS (PARTITION BY e.resource, e.object, e.task ORDER BY e.ts, e.seq)
 ), own_held AS (
     -- The same units paired within each task, where units are let go by their takers: an
@@ -85,12 +86,12 @@ WITH bound AS (
     UNION ALL
     SELECT o.resource,
            greatest(coalesce(o.prev_ts, i.start), coalesce(t.start, i.start),
-                    coalesce(w.until, i.start)),
+                    coalesce(max(w.end_ts), i.start)),
            o.amount, o.ts
     FROM own AS o LEFT JOIN tasks AS t ON t.task = o.task CROSS JOIN trace_info AS i
-    ASOF LEFT JOIN (SELECT resource, task, end_ts AS until FROM waits) AS w
-        ON w.resource = o.resource AND w.task = o.task AND o.ts >= w.until
+    LEFT JOIN waits AS w ON w.resource = o.resource AND w.task = o.task AND w.end_ts <= o.ts
     WHERE o.kind = 3 AND coalesce(o.prev_kind, 3) = 3
+    GROUP BY o.resource, o.task, o.seq, o.ts, o.amount, o.prev_ts, t.start, i.start
 ), full_share AS (
     -- Share of the window ends at which the resource was (near) full, counted three ways: by
     -- the running sum of its events, by the holds open then (each ended at its task's end),
