@@ -93,15 +93,19 @@ def _json_text(value: object) -> str:
 def _print_table(table: pa.Table, file, title: str | None, limit: int | None) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    # the data is shown as it is: Text never reads markup ([red]) or emoji codes (:smile:)
     console = Console(file=file, width=None if file.isatty() else 200)
     shown = table if limit is None else table.slice(0, limit)
-    t = Table(title=title, title_justify="left", title_style="bold")
+    t = Table(
+        title=None if title is None else Text(title), title_justify="left", title_style="bold"
+    )
     for field in table.schema:
         numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
-        t.add_column(field.name, justify="right" if numeric else "left", overflow="fold")
+        t.add_column(Text(field.name), justify="right" if numeric else "left", overflow="fold")
     for row in shown.to_pylist():
-        t.add_row(*("" if v is None else _fmt(v) for v in row.values()))
+        t.add_row(*(Text("" if v is None else _fmt(v)) for v in row.values()))
     console.print(t)
     if limit is not None and table.num_rows > limit:
         console.print(f"({table.num_rows - limit} more rows; use --format csv or --output for all)")

@@ -187,18 +187,21 @@ SCRATCH = ("holds", "stretches", "shares", "tasks")  # gone when a diagnosis is 
 def _copies() -> set[Path]:
     """The copies of holds, and the stretches and parts of tasks written out, in DuckDB's temp
     directory (see ``_assert_holds_are_the_lakes``)."""
-    from gigi.queries._connect import spill_directory
-
-    spill = Path(spill_directory())
-    return {p for kind in SCRATCH for p in spill.glob(f"{kind}-*")}
+    return {p for kind in SCRATCH for p in _spilled(f"{kind}-*")}
 
 
 def _metrics_files() -> set[Path]:
     """The folders of the files behind a stretched diagnosis's metrics_blame and metrics_tasks
     in DuckDB's temp directory: each there while its connection is."""
-    from gigi.queries._connect import spill_directory
+    return _spilled("metrics-*")
 
-    return set(Path(spill_directory()).glob("metrics-*"))
+
+def _spilled(pattern: str) -> set[Path]:
+    """What matches ``pattern`` in the temp directories of every connection (each has its own
+    ``gigi-duckdb-*`` in the system's temp dir)."""
+    import tempfile
+
+    return set(Path(tempfile.gettempdir()).glob(f"gigi-duckdb-*/{pattern}"))
 
 
 def _assert_holds_are_the_lakes(con, before: set[Path]) -> None:
@@ -271,10 +274,12 @@ sys.exit(main(["diagnose", "--lake", {str(lake)!r}, "--trace", {ids["mdev-34989"
         assert p.poll() is None, p.communicate()
         assert time.monotonic() < deadline, "the diagnosis never reached its first sweep"
         time.sleep(0.05)
-    spill = tmp / f"gigi-duckdb-{os.getuid()}"
 
     def scratch() -> set[str]:
-        return {q.name.split("-")[0] for q in spill.iterdir()} & {*SCRATCH, "metrics"}
+        return {q.name.split("-")[0] for q in tmp.glob("gigi-duckdb-*/*")} & {
+            *SCRATCH,
+            "metrics",
+        }
 
     assert scratch() >= {"holds", "metrics"}
     p.send_signal(signal.SIGTERM)

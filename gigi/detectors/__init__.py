@@ -103,9 +103,51 @@ def parse(path: Path, builtin: bool = True) -> Detector:
             f"{path}: failure_mode {head['failure_mode']!r} is not one of "
             f"{', '.join(FAILURE_MODES)}"
         )
+    _check_query(path, text)
     return Detector(
         head["detector"], head["failure_mode"], head["meaning"], path, text, params, builtin
     )
+
+
+def _check_query(path: Path, text: str) -> None:
+    """Refuse a detector that is not one read-only query (a SELECT, WITH ... SELECT): a
+    detector runs on the trace's connection, and a COPY, ATTACH, CREATE or SET there could
+    write into the store or change what later queries see."""
+    import duckdb
+
+    try:
+        statements = duckdb.connect().extract_statements(text)
+    except duckdb.Error as e:
+        raise DetectorError(f"{path}: {str(e).strip().splitlines()[0]}") from None
+    offset = 0
+    for st in statements:
+        start = offset + _leading(st.query)
+        offset += len(st.query)
+        if st.type.name != "SELECT":
+            line = text.count("\n", 0, start) + 1
+            raise DetectorError(
+                f"{path}:{line}: refused: a {st.type.name} statement; a detector is one "
+                "read-only query (SELECT or WITH ... SELECT)"
+            )
+    if len(statements) != 1:
+        raise DetectorError(
+            f"{path}: a detector is one query (SELECT or WITH ... SELECT); "
+            f"found {len(statements)} statements"
+        )
+
+
+def _leading(query: str) -> int:
+    """How many characters of ``query`` come before its first token (blanks and -- lines)."""
+    i = 0
+    while i < len(query):
+        if query[i].isspace():
+            i += 1
+        elif query.startswith("--", i):
+            end = query.find("\n", i)
+            i = len(query) if end < 0 else end + 1
+        else:
+            break
+    return i
 
 
 def load(extra_dirs: list[Path] | None = None) -> list[Detector]:

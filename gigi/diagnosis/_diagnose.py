@@ -167,8 +167,9 @@ class DuckDBEngine:
         self.con = con
 
     def set_params(self, values: dict[str, float]) -> None:
-        for name, value in values.items():
-            self.con.execute(f"SET VARIABLE {name} = {float(value)!r}")
+        from gigi.queries import set_variables
+
+        set_variables(self.con, {name: float(value) for name, value in values.items()})
 
     def compute_metrics(self, stages: Stages) -> None:
         from gigi.diagnosis._metrics import compute

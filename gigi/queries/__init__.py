@@ -23,6 +23,7 @@ from gigi.queries._connect import (
     named_queries,
     run,
     run_named,
+    set_variables,
     views,
 )
 from gigi.queries._invariants import self_check
@@ -35,5 +36,6 @@ __all__ = [
     "run",
     "run_named",
     "self_check",
+    "set_variables",
     "views",
 ]

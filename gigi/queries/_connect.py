@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 from gigi.errors import QueryError, did_you_mean
@@ -16,6 +19,9 @@ NAMED_DIR = Path(__file__).parent / "named"
 # Statement types a query may be; anything else (CREATE, INSERT, COPY, ATTACH, SET...) writes
 # or changes the session and is refused.
 _READ_ONLY = {"SELECT", "EXPLAIN"}
+
+# What a variable's name may be: an identifier, never text pasted into a statement.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def views() -> dict[str, SqlDoc]:
@@ -86,9 +92,27 @@ def connect(
 
 
 def spill_directory() -> str:
-    """Where DuckDB spills beyond its memory limit: the system's temp dir, not the caller's
-    working directory."""
-    return os.path.join(tempfile.gettempdir(), f"gigi-duckdb-{os.getuid()}")
+    """A fresh directory of the caller's own (mode 0700, a new name that nothing could have
+    planted a link at) where one connection's DuckDB spills beyond its memory limit: in the
+    system's temp dir, not the caller's working directory."""
+    return tempfile.mkdtemp(prefix="gigi-duckdb-")
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can name a variable (letters, digits and _, not first a digit), else
+    ``QueryError``."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise QueryError(
+            f"parameter name {name!r} is not a name: use letters, digits and _, not starting "
+            "with a digit"
+        )
+    return name
+
+
+def set_variables(con, values: dict[str, object]) -> None:
+    """``SET VARIABLE`` each of ``values``: names checked, values bound, never pasted."""
+    for name, value in values.items():
+        con.execute(f"SET VARIABLE {check_name(name)} = ?", [value])
 
 
 def connect_bindings(
@@ -105,8 +129,15 @@ def connect_bindings(
     at scale puts its scratch files)."""
     import duckdb
 
+    for name in variables or {}:  # before anything is made, so a bad name leaves nothing
+        check_name(name)
     spill = spill_directory()
-    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
+    try:
+        con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
+    except BaseException:
+        shutil.rmtree(spill, ignore_errors=True)
+        raise
+    weakref.finalize(con, shutil.rmtree, spill, True)
     con.execute("SET threads = 2")
     if not keep_order:
         con.execute("SET preserve_insertion_order = false")  # big scans and joins spill more
@@ -129,14 +160,14 @@ def connect_bindings(
             names = ", ".join(d.name for d in failed)
             raise QueryError(f"views that refer to missing views: {names}")
         pending = failed
-    defaults = {p.name: p.default for d in named_queries().values() for p in d.params.values()}
-    for name, value in {**defaults, **(variables or {})}.items():
-        con.execute(f"SET VARIABLE {name} = {_literal(_number(value))}")
-    os.makedirs(spill, exist_ok=True)
     places = ", ".join(_literal(str(d) + os.sep) for d in (allowed, spill))
     con.execute(f"SET allowed_directories = [{places}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
+    # only now, with the files and settings locked, anything a caller gave
+    defaults = {p.name: p.default for d in named_queries().values() for p in d.params.values()}
+    values = {**defaults, **(variables or {})}
+    set_variables(con, {k: _number(v) for k, v in values.items()})
     return con
 
 
