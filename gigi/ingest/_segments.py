@@ -1,7 +1,10 @@
 """Reading segments: Arrow IPC streams and files, and Parquet, as trace format v1 says.
 
 A stream cut off mid-batch yields every complete batch before the cut, and says how many bytes
-were lost. A file that is not a segment of any of these formats is refused by name.
+were lost. A file that is not a segment of any of these formats is refused by name, and so is a
+damaged one: a batch that cannot be read before the end of the file, a batch whose buffers do
+not hold what its schema says, bytes after the end of a stream (two streams in one file), schema
+metadata that trace format v1 does not allow.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from gigi.errors import IngestError, SchemaError
-from gigi.schema import SEGMENT_SUFFIXES, TABLES, table_schema
+from gigi.schema import SEGMENT_SUFFIXES, TABLES, check_metadata, table_schema
 
 _STREAM_CONTINUATION = b"\xff\xff\xff\xff"
 _FILE_MAGIC = b"ARROW1"
@@ -38,22 +41,46 @@ class Segment:
     notes: list[str] = field(default_factory=list)
 
     def batches_iter(self, batch_rows: int = 1 << 20) -> Iterator[pa.RecordBatch]:
-        """Every complete batch, in order; sets ``rows``, ``batches`` and ``bytes_lost``."""
+        """Every complete batch, in order; sets ``rows``, ``batches`` and ``bytes_lost``.
+
+        Raises ``SchemaError`` when the segment is damaged (a cut stream is not: it yields
+        what came before the cut)."""
         if self.schema is None:
             return
         if self.format == "parquet":
-            yield from self._counted(pq.ParquetFile(self.path).iter_batches(batch_rows))
+            yield from self._counted(lambda: pq.ParquetFile(self.path).iter_batches(batch_rows))
         elif self.format == "file":
-            reader = ipc.open_file(self.path)
-            yield from self._counted(reader.get_batch(i) for i in range(reader.num_record_batches))
+
+            def batches():
+                reader = ipc.open_file(self.path)
+                return (reader.get_batch(i) for i in range(reader.num_record_batches))
+
+            yield from self._counted(batches)
         else:
             yield from self._stream(self.offset)
 
-    def _counted(self, batches):
-        for b in batches:
-            self.rows += b.num_rows
-            self.batches += 1
-            yield b
+    def _counted(self, batches) -> Iterator[pa.RecordBatch]:
+        """The batches of a file read through its footer: an error is damage, not a cut."""
+        try:
+            for b in batches():
+                yield self._checked(b)
+        except (OSError, pa.ArrowException) as e:
+            raise SchemaError(
+                f"damaged, cannot be read ({_reason(e)})", path=str(self.path), batch=self.batches
+            ) from None
+
+    def _checked(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch``, counted, once its buffers are known to hold what its schema says (flipped
+        bytes can leave offsets out of range, indices past a dictionary, strings not UTF-8)."""
+        try:
+            batch.validate(full=True)
+        except (pa.ArrowInvalid, UnicodeDecodeError) as e:
+            raise SchemaError(
+                f"damaged ({_reason(e)})", path=str(self.path), batch=self.batches
+            ) from None
+        self.rows += batch.num_rows
+        self.batches += 1
+        return batch
 
     def _stream(self, offset: int) -> Iterator[pa.RecordBatch]:
         with pa.OSFile(str(self.path)) as f:
@@ -64,8 +91,18 @@ class Segment:
                 try:
                     batch = reader.read_next_batch()
                 except StopIteration:
+                    self._check_end(f.tell())
                     break
-                except (OSError, pa.ArrowInvalid) as e:
+                except (OSError, pa.ArrowException) as e:
+                    # A cut stream fails for want of bytes, having read to the end of the
+                    # file; one that fails before its end is damaged, not cut.
+                    if f.tell() < self.size:
+                        raise SchemaError(
+                            f"damaged at byte {good}, the message there cannot be read "
+                            f"({_reason(e)})",
+                            path=str(self.path),
+                            batch=self.batches,
+                        ) from None
                     self.bytes_lost = self.size - good
                     self.notes.append(
                         f"{self.path}: cut off after batch {self.batches - 1}: "
@@ -73,9 +110,22 @@ class Segment:
                     )
                     break
                 good = f.tell()
-                self.rows += batch.num_rows
-                self.batches += 1
-                yield batch
+                yield self._checked(batch)
+
+    def _check_end(self, end: int) -> None:
+        """Refuse bytes after the end of a stream: a second stream, or garbage. In an Arrow
+        file read without its footer they are what is left of the footer."""
+        if end >= self.size:
+            return
+        extra = self.size - end
+        if self.format == "file-body":
+            self.notes.append(f"{self.path}: {extra} bytes after the stream's end ignored")
+            return
+        raise SchemaError(
+            f"{extra} bytes after the end of the stream at byte {end}: a segment holds one "
+            "stream (were two files joined?)",
+            path=str(self.path),
+        )
 
 
 def _reason(e: Exception) -> str:
@@ -100,24 +150,35 @@ def open_segment(path: Path) -> Segment:
     if name.endswith(".parquet"):
         try:
             schema = pq.read_schema(path)
-        except (OSError, pa.ArrowInvalid) as e:
+        except (OSError, pa.ArrowException) as e:
             raise SchemaError(f"not a Parquet file ({_reason(e)})", path=str(path)) from None
         return _segment(path, "parquet", schema, size)
     with open(path, "rb") as f:
         head = f.read(8)
     if name.endswith((".arrow", ".feather")) or head.startswith(_FILE_MAGIC):
+        if size < len(_FILE_MAGIC) and _FILE_MAGIC.startswith(head):
+            seg = Segment(path, "file-body", "events", None, size, bytes_lost=size)
+            seg.notes.append(
+                f"{path}: cut off in its magic: {size} bytes lost, nothing to read"
+                if size
+                else f"{path}: empty segment, nothing to read"
+            )
+            return seg
         if not head.startswith(_FILE_MAGIC):
             raise SchemaError(
                 "not an Arrow IPC file (no ARROW1 magic at the start)", path=str(path)
             )
         try:
-            return _segment(path, "file", ipc.open_file(path).schema, size)
-        except (OSError, pa.ArrowInvalid):
+            schema = ipc.open_file(path).schema
+        except (OSError, pa.ArrowException):
+            schema = None
+        if schema is None:
             # No footer: the writer died before closing the file. Its body is a stream.
             seg = _open_stream(path, size, offset=8)
             seg.format = "file-body"
             seg.notes.append(f"{path}: Arrow file without its footer; read as a stream")
             return seg
+        return _segment(path, "file", schema, size)
     return _open_stream(path, size, offset=0)
 
 
@@ -129,33 +190,37 @@ def _open_stream(path: Path, size: int, offset: int) -> Segment:
     with open(path, "rb") as f:
         f.seek(offset)
         head = f.read(4)
-    try:
-        with pa.OSFile(str(path)) as f:
-            f.seek(offset)
+    with pa.OSFile(str(path)) as f:
+        f.seek(offset)
+        try:
             schema = ipc.open_stream(f).schema
-    except (OSError, pa.ArrowInvalid) as e:
-        if head == _STREAM_CONTINUATION[: len(head)] and _looks_cut(e):
+            error = None
+        except (OSError, pa.ArrowException) as e:
+            schema, error, at_end = None, e, f.tell() >= size
+    if error is not None:
+        # cut: it begins as a stream does and failed for want of bytes, at the end of the file
+        if head == _STREAM_CONTINUATION[: len(head)] and at_end:
             seg = Segment(path, "stream", "events", None, size, bytes_lost=size)
             seg.notes.append(
                 f"{path}: cut off inside its schema: {size} bytes lost, nothing to read"
             )
             return seg
-        raise SchemaError(f"not an Arrow IPC stream ({_reason(e)})", path=str(path)) from None
+        raise SchemaError(f"not an Arrow IPC stream ({_reason(error)})", path=str(path))
     seg = _segment(path, "stream", schema, size)
     seg.offset = offset
     return seg
 
 
-def _looks_cut(e: Exception) -> bool:
-    text = str(e).lower()
-    return "expected to" in text or "end of" in text or "eof" in text or "read" in text
-
-
 def _segment(path: Path, fmt: str, schema: pa.Schema, size: int) -> Segment:
+    try:
+        schema.names  # noqa: B018 - decodes every column name
+    except UnicodeDecodeError:
+        raise SchemaError("damaged schema: a column name is not UTF-8", path=str(path)) from None
     table = table_schema(schema.metadata)
     if table not in TABLES:
         raise SchemaError(
             f"schema metadata gigi.table is {table!r}, expected one of {', '.join(TABLES)}",
             path=str(path),
         )
+    check_metadata(schema.metadata, str(path))
     return Segment(path, fmt, table, schema, size)

@@ -27,22 +27,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from gigi.errors import IngestError
+from gigi.errors import IngestError, SchemaError
 from gigi.ingest._perf import SAMPLES_FILE, attach_samples
 from gigi.ingest._segments import Segment, list_segments, open_segment
 from gigi.ingest._sort import RUN_ROWS, RunWriter, merge_runs, rebatch, reduce_runs
 from gigi.schema import (
     EVENTS,
     HOLD_PAIRS_SCHEMA,
-    META_SAMPLE_EVERY,
     META_TRACE_ID,
     META_WRITER,
     RESOURCES,
     SAMPLES_SCHEMA,
     STORE_EVENTS_SCHEMA,
     TABLES,
+    TOTAL_LIMIT,
     VERSION,
     normalize_batch,
+    sample_every_of,
 )
 
 STORE_LAYOUT_VERSION = 1
@@ -174,6 +175,7 @@ class _Events:
         self.count = 0
         self.start: int | None = None
         self.end: int | None = None
+        self.amount = 0  # the sum of all amounts, which the views sum in int64
 
     def batches(self):
         """Every events batch, validated and normalized, in segment order."""
@@ -184,6 +186,14 @@ class _Events:
                     norm = normalize_batch(batch, EVENTS, path=str(seg.path), batch_index=b_index)
                     if norm.num_rows:
                         self._gather(norm)
+                        if self.amount >= TOTAL_LIMIT:
+                            raise SchemaError(
+                                f"the trace's amounts add up to {self.amount} by this batch, "
+                                "expected less than 2^62 in all",
+                                path=str(seg.path),
+                                column="amount",
+                                batch=b_index,
+                            )
                         yield norm
             done += seg.size
             if self.progress:
@@ -196,6 +206,15 @@ class _Events:
         hi = pc.max(pc.add(ts, pc.fill_null(b.column("dur"), 0))).as_py()
         self.start = lo if self.start is None else min(self.start, lo)
         self.end = hi if self.end is None else max(self.end, hi)
+        self.amount += _exact_sum(b.column("amount"))
+
+
+def _exact_sum(values: pa.Array) -> int:
+    """The sum of non-negative int64 ``values``, exact where an int64 sum would wrap: the
+    high and low 31 bits are summed apart (each sum fits int64 below 2^31 rows)."""
+    high = pc.sum(pc.shift_right(values, 31)).as_py() or 0
+    low = pc.sum(pc.bit_wise_and(values, 2**31 - 1)).as_py() or 0
+    return (high << 31) + low
 
 
 def ingest(
@@ -226,12 +245,22 @@ def ingest(
     work = Path(tempfile.mkdtemp(prefix=".ingest-", dir=store))
     try:
         small: dict[str, list[pa.RecordBatch]] = {"tasks": [], "resources": [], "sites": []}
+        dropped = 0
         for seg in segments:
             if seg.table in small:
                 for i, b in enumerate(seg.batches_iter()):
-                    small[seg.table].append(
-                        normalize_batch(b, TABLES[seg.table], path=str(seg.path), batch_index=i)
-                    )
+                    norm = normalize_batch(b, TABLES[seg.table], path=str(seg.path), batch_index=i)
+                    small[seg.table].append(norm)
+                    if seg.table == "resources":
+                        dropped += sum(norm.column("dropped").to_pylist())
+                        if dropped >= TOTAL_LIMIT:
+                            raise SchemaError(
+                                f"the trace's dropped events add up to {dropped} by this "
+                                "batch, expected less than 2^62 in all",
+                                path=str(seg.path),
+                                column="dropped",
+                                batch=i,
+                            )
         tables = {name: _merge_small(name, bs) for name, bs in small.items()}
 
         events = _Events(segments, progress, sum(s.size for s in segments))
@@ -423,9 +452,9 @@ def _manifest(
     )
     sample_every = {r["resource"]: r["sample_every"] for r in res if r["sample_every"] > 1}
     for s in segments:  # a writer's segment-wide sampling applies to the resources it wrote
-        meta = (s.schema.metadata or {}) if s.schema is not None else {}
-        if s.table == "events" and meta.get(META_SAMPLE_EVERY, b"1") not in (b"1", b""):
-            sample_every.setdefault("*", int(meta[META_SAMPLE_EVERY]))
+        every = sample_every_of(s.schema.metadata) if s.schema is not None else 1
+        if s.table == "events" and every > 1:
+            sample_every.setdefault("*", every)
     notes = [n for s in segments for n in s.notes]
     return Manifest(
         trace_id=_trace_id(trace_dir, segments),

@@ -1,9 +1,16 @@
 """Trace format v1: schemas, kind codes, validation and normalization."""
 
-from gigi.schema._normalize import check_schema, normalize_batch, table_schema
+from gigi.schema._normalize import (
+    check_metadata,
+    check_schema,
+    normalize_batch,
+    sample_every_of,
+    table_schema,
+)
 from gigi.schema._tables import (
     EVENTS,
     HOLD_PAIRS_SCHEMA,
+    INSTANT_LIMIT,
     KIND_NAMES,
     META_CLOCK,
     META_HOST,
@@ -20,6 +27,7 @@ from gigi.schema._tables import (
     STORE_EVENTS_SCHEMA,
     TABLES,
     TASKS,
+    TOTAL_LIMIT,
     VERSION,
     Column,
     Kind,
@@ -32,6 +40,7 @@ __all__ = [
     "TraceWriter",
     "EVENTS",
     "HOLD_PAIRS_SCHEMA",
+    "INSTANT_LIMIT",
     "KIND_NAMES",
     "META_CLOCK",
     "META_HOST",
@@ -48,12 +57,15 @@ __all__ = [
     "STORE_EVENTS_SCHEMA",
     "TABLES",
     "TASKS",
+    "TOTAL_LIMIT",
     "VERSION",
     "Column",
     "Kind",
     "Table",
     "Type",
+    "check_metadata",
     "check_schema",
     "normalize_batch",
+    "sample_every_of",
     "table_schema",
 ]

@@ -11,7 +11,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gigi.errors import SchemaError, did_you_mean
-from gigi.schema._tables import ARROW_TYPE, KIND_NAMES, Column, Table, Type
+from gigi.schema._tables import (
+    ARROW_TYPE,
+    INSTANT_LIMIT,
+    KIND_NAMES,
+    META_SAMPLE_EVERY,
+    META_TABLE,
+    META_VERSION,
+    VERSION,
+    Column,
+    Table,
+    Type,
+)
 
 _INT_RANGE = {
     Type.INT64: (-(2**63), 2**63 - 1),
@@ -36,9 +47,13 @@ def _expected(col: Column) -> str:
 
 
 def check_schema(schema: pa.Schema, table: Table, path: str) -> None:
-    """Refuse a schema that lacks a required column or holds one of the wrong type."""
+    """Refuse a schema that lacks a required column, holds one of the wrong type, or holds
+    one twice (which of the two would be the column?)."""
     names = set(schema.names)
     for col in table.columns:
+        times = len(schema.get_all_field_indices(col.name))
+        if times > 1:
+            raise SchemaError(f"appears {times} times, expected once", path=path, column=col.name)
         if col.name not in names:
             if col.required:
                 raise SchemaError(
@@ -107,6 +122,8 @@ def _normalize_column(col: Column, arr: pa.Array, where: dict) -> pa.Array:
                 i = next(j for j, v in enumerate(values) if v is not None and not lo <= v <= hi)
                 raise SchemaError(f"value {arr[i].as_py()} does not fit {target}", row=i, **where)
             arr = arr.cast(target)
+        if col.low is not None or col.high is not None:
+            _check_range(col, arr, where)
     elif col.type is Type.STRING:
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
@@ -128,6 +145,21 @@ def _normalize_column(col: Column, arr: pa.Array, where: dict) -> pa.Array:
         i = _first(pc.is_null(arr))
         raise SchemaError("is null, expected a value in every row", row=i, **where)
     return arr
+
+
+def _check_range(col: Column, arr: pa.Array, where: dict) -> None:
+    out = None
+    if col.low is not None:
+        out = pc.less(arr, col.low)
+    if col.high is not None:
+        high = pc.greater(arr, col.high)
+        out = high if out is None else pc.or_(out, high)
+    out = pc.fill_null(out, False)
+    if pc.any(out).as_py():
+        i = _first(out)
+        raise SchemaError(
+            f"{col.name} {arr[i].as_py()} is out of range, expected {col.rule}", row=i, **where
+        )
 
 
 def normalize_batch(
@@ -187,6 +219,20 @@ def _events_rules(arrays: list, table: Table, path: str, batch_index: int | None
     not_wait_null = pc.and_(pc.is_null(dur), pc.invert(is_wait))
     if pc.any(not_wait_null).as_py():
         arrays[names.index("dur")] = pc.if_else(not_wait_null, 0, dur)
+    # |ts| < 2^62 and 0 <= dur: ts + dur cannot overflow where dur < 2^62 as well
+    ts = arrays[names.index("ts")]
+    late = pc.or_(
+        pc.greater_equal(dur, INSTANT_LIMIT), pc.greater_equal(pc.add(ts, dur), INSTANT_LIMIT)
+    )
+    late = pc.fill_null(late, False)
+    if pc.any(late).as_py():
+        i = _first(late)
+        raise SchemaError(
+            f"ts + dur = {ts[i].as_py() + dur[i].as_py()} is out of range, expected it below "
+            "2^62 ns",
+            row=i,
+            **where,
+        )
     amount = arrays[names.index("amount")]
     negative = pc.less(amount, 0)
     if pc.any(negative).as_py():
@@ -203,5 +249,48 @@ def _events_rules(arrays: list, table: Table, path: str, batch_index: int | None
 
 def table_schema(meta: dict[bytes, bytes] | None) -> str:
     """The table a segment holds, by its schema metadata (``events`` when unsaid)."""
-    name = (meta or {}).get(b"gigi.table", b"events").decode("utf-8", "replace")
+    name = (meta or {}).get(META_TABLE, b"events").decode("utf-8", "replace")
     return name
+
+
+def check_metadata(meta: dict[bytes, bytes] | None, path: str) -> None:
+    """Refuse schema metadata whose value trace format v1 does not allow: another version,
+    a sampling that is not a whole number >= 1."""
+    meta = meta or {}
+    version = meta.get(META_VERSION)
+    if version is not None and version != VERSION.encode():
+        raise SchemaError(
+            f"schema metadata gigi.version is {_text(version)!r}, expected {VERSION!r}: "
+            f"this reader knows trace format version {VERSION} only",
+            path=path,
+        )
+    every = meta.get(META_SAMPLE_EVERY)
+    if every is not None and _whole(every) is None:
+        raise SchemaError(
+            f"schema metadata gigi.sample_every is {_text(every)!r}, expected a whole number "
+            "N >= 1 (one event kept in N)",
+            path=path,
+        )
+
+
+def sample_every_of(meta: dict[bytes, bytes] | None) -> int:
+    """The N of a segment's ``gigi.sample_every`` (1 when unsaid), once ``check_metadata``
+    has accepted it.
+
+    >>> sample_every_of({b"gigi.sample_every": b"10"}), sample_every_of(None)
+    (10, 1)
+    """
+    every = (meta or {}).get(META_SAMPLE_EVERY)
+    return 1 if every is None else _whole(every) or 1
+
+
+def _whole(value: bytes) -> int | None:
+    """``value`` as a whole number >= 1 that fits int64, else None."""
+    text = _text(value)
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) < 2**63:
+        return None
+    return int(text)
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")

@@ -27,6 +27,15 @@ META_TRACE_ID = b"gigi.trace_id"
 
 SEGMENT_SUFFIXES = (".arrows", ".arrow", ".feather", ".parquet")
 
+# Instants (events.ts, ts + dur, a task's start and end) lie strictly between -2^62 and 2^62 ns,
+# about 146 years either side of the clock's zero: the difference of any two, and an instant
+# plus one, then fit int64, and the views compute hold and wait lengths and the trace's end so.
+INSTANT_LIMIT = 2**62
+# The amounts of a trace's events add up to less than this, and so do the events its
+# resources say were dropped: any sum of them, running sums of amounts in and out, and a sum
+# plus a count of events then fit int64, as the views compute them.
+TOTAL_LIMIT = 2**62
+
 
 class Kind(enum.IntEnum):
     """The four events of a resource's life."""
@@ -60,6 +69,11 @@ class Column:
     default: object = None
     # Values a string column may take; None: any.
     choices: tuple[str, ...] | None = None
+    # Least and greatest value an integer column may take (None: what its type holds), and
+    # the rule as a message says it.
+    low: int | None = None
+    high: int | None = None
+    rule: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,10 +102,16 @@ ARROW_TYPE = {
     Type.BOOL: pa.bool_(),
 }
 
+_INSTANT = {
+    "low": -INSTANT_LIMIT + 1,
+    "high": INSTANT_LIMIT - 1,
+    "rule": "ns strictly between -2^62 and 2^62",
+}
+
 EVENTS = Table(
     "events",
     (
-        Column("ts", Type.INT64, required=True, nullable=False),
+        Column("ts", Type.INT64, required=True, nullable=False, **_INSTANT),
         Column("kind", Type.KIND, required=True, nullable=False),
         Column("resource", Type.STRING, required=True, nullable=False),
         Column("task", Type.INT64, required=True, nullable=False),
@@ -111,8 +131,8 @@ TASKS = Table(
         Column("name", Type.STRING),
         Column("kind", Type.STRING, choices=("foreground", "background")),
         Column("parent", Type.INT64),
-        Column("start", Type.INT64),
-        Column("end", Type.INT64),
+        Column("start", Type.INT64, **_INSTANT),
+        Column("end", Type.INT64, **_INSTANT),
     ),
 )
 
@@ -125,8 +145,15 @@ RESOURCES = Table(
         Column("sharing", Type.STRING, choices=("exclusive", "shared", "pool", "log")),
         # Writer's own columns (allowed by the spec): events the writer lost for this resource,
         # and the 1-in-N sampling it applied to it.
-        Column("dropped", Type.INT64, nullable=False, default=0),
-        Column("sample_every", Type.INT64, nullable=False, default=1),
+        Column("dropped", Type.INT64, nullable=False, default=0, low=0, rule="events >= 0"),
+        Column(
+            "sample_every",
+            Type.INT64,
+            nullable=False,
+            default=1,
+            low=1,
+            rule="N >= 1 (one event kept in N)",
+        ),
     ),
 )
 
