@@ -624,7 +624,9 @@ def test_a_releasers_row_read_beside_the_new_holders_is_stale():
     m.add(Poll(0, 10, metadata_locks=[_mdl(10, 0xA, "SHARED_NO_WRITE", **lock)], threads=[a, b, c]))
     both = [_mdl(10, 0xA, "SHARED_NO_WRITE", **lock), _mdl(11, 0xB, "SHARED_NO_WRITE", **lock)]
     m.add(Poll(20, 30, metadata_locks=both, threads=[a, b, c]))
-    m.add(Poll(40, 50, metadata_locks=[_mdl(11, 0xB, "SHARED_NO_WRITE", **lock)], threads=[a, b, c]))
+    m.add(
+        Poll(40, 50, metadata_locks=[_mdl(11, 0xB, "SHARED_NO_WRITE", **lock)], threads=[a, b, c])
+    )
     two_new = [
         _mdl(10, 0xC, "SHARED_NO_WRITE", event=8, **lock),
         _mdl(12, 0xD, "SHARED_NO_WRITE", event=9, **lock),

@@ -189,3 +189,15 @@ def test_table_output_shows_the_data_as_it_is(store):
     assert out.returncode == 0, out.stderr
     assert "[red]x[/red] :smile: [bold]" in out.stdout
     assert "[blue]s" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["INSERT OVERWRITE DIRECTORY 'out' SELECT 1", "CREATE TABLE t AS SELECT 1", "SET x = 1"],
+)
+def test_only_a_query_goes_to_spark(sql):
+    """A detector's Spark form (``name.spark.sql``) is held to the same rule: one query."""
+    from gigi.lake._transpile import to_spark
+
+    with pytest.raises(DetectorError, match=r"mine.spark.sql: refused: a \w+ statement"):
+        to_spark(sql, where="mine.spark.sql")

@@ -53,6 +53,11 @@ def to_spark(sql: str, variables: dict[str, float] | None = None, where: str = "
     from sqlglot import exp
 
     tree = sqlglot.parse_one(substitute(sql, variables or {}, where), read="duckdb")
+    if not isinstance(tree, exp.Query):  # a detector's Spark form is one query, as its own
+        raise DetectorError(
+            f"{where}: refused: a {tree.key.upper()} statement; only one read-only query "
+            "(SELECT or WITH ... SELECT) runs on Spark"
+        )
     for node in list(tree.walk())[::-1]:  # children before their parents
         new = _rewrite(node, exp, sqlglot)
         if new is not None and new is not node:
