@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.ipc as ipc
 
 import gigi
 from gigi.errors import ProbeError
@@ -25,17 +23,14 @@ from gigi.probes._accel import RING_SLOTS, RingBase, fastpath
 from gigi.probes._records import (
     FIELDS,
     HAS_VALUE,
-    IMPLICIT_TASK,
-    KIND_MASK,
     NULL_DUR,
-    NULL_SITE,
     RECORD,
     RECORD_SIZE,
     RID_SHIFT,
 )
+from gigi.probes._segments import write_events, write_rows
 from gigi.probes._tasks import TaskInfo, current_task, new_task_id
 from gigi.schema import (
-    EVENTS,
     META_CLOCK,
     META_HOST,
     META_PID,
@@ -287,10 +282,7 @@ class Recorder:
         with self.lock:
             rings = list(self.rings)
             backlog, self.backlog, self.backlog_bytes = self.backlog, [], 0
-        parts = [
-            (ring, np.frombuffer(chunk, dtype=np.int64).reshape(-1, len(FIELDS)))
-            for ring, chunk in backlog
-        ]
+        parts = list(backlog)
         fill = 1.0 if backlog else 0.0
         for ring in rings:
             chunk = ring.take()
@@ -298,7 +290,7 @@ class Recorder:
             if final:
                 chunk += _open_waits(ring)
             if chunk:
-                parts.append((ring, np.frombuffer(chunk, dtype=np.int64).reshape(-1, len(FIELDS))))
+                parts.append((ring, chunk))
         with self.lock:
             keep = []
             for r in self.rings:
@@ -313,8 +305,8 @@ class Recorder:
                 self._write_events(parts)
             except OSError as e:  # disk full, directory gone: these records are lost, counted
                 self.write_error = e
-                codes = np.concatenate([p[:, 1] for _, p in parts]) & ~HAS_VALUE
-                counts = np.bincount(codes)
+                records = np.frombuffer(b"".join(c for _, c in parts), np.int64)
+                counts = np.bincount(records.reshape(-1, len(FIELDS))[:, 1] & ~HAS_VALUE)
                 with self.lock:
                     for c in np.nonzero(counts)[0]:
                         self.retired_drops[int(c)] = self.retired_drops.get(int(c), 0) + int(
@@ -340,48 +332,21 @@ class Recorder:
         meta.update(extra or {})
         return meta
 
-    def _write_events(self, parts: list) -> None:
+    def _write_events(self, parts: list[tuple[Ring, bytes]]) -> None:
         from gigi.probes._resource import declared
 
         infos = declared()
-        names = pa.array([i.name for i in infos], pa.string())
-        # One transposing copy turns the records into contiguous columns, which Arrow then
-        # takes without copying.
-        cols = np.concatenate([p for _, p in parts]).T.copy()
-        ts, code, task, amount, obj, site, value, dur = cols
-        thread = np.empty(len(ts), np.int64)
-        at = 0
-        for ring, p in parts:
-            seg = slice(at, at + len(p))
-            thread[seg] = ring.thread
-            t = task[seg]
-            t[t == IMPLICIT_TASK] = ring.implicit_task
-            at += len(p)
-        batch = pa.record_batch(
-            [
-                pa.array(ts),
-                pa.array((code & KIND_MASK).astype(np.uint8)),
-                pa.DictionaryArray.from_arrays(
-                    pa.array((code >> RID_SHIFT).astype(np.int32)), names
-                ),
-                pa.array(task),
-                pa.array(thread),
-                pa.array(amount),
-                _nullable(dur, dur != NULL_DUR),
-                pa.array(obj),
-                _nullable(site.astype(np.int32), site != NULL_SITE),
-                _nullable(value, (code & HAS_VALUE) != 0),
-            ],
-            schema=_events_schema(),
-        )
         sampled = {i.sample_every for i in infos}
         extra = {META_SAMPLE_EVERY: str(sampled.pop()).encode()} if len(sampled) == 1 else {}
-        batch = batch.replace_schema_metadata(self._meta("events", extra))
         self.seq += 1
-        _write_stream(self.config.trace_dir / f"events-{self.pid}-{self.seq:06d}.arrows", batch)
-        counts = np.bincount(code & ~HAS_VALUE)
-        for c in np.nonzero(counts)[0]:
-            self.written[int(c)] = self.written.get(int(c), 0) + int(counts[c])
+        counts = write_events(
+            self.config.trace_dir / f"events-{self.pid}-{self.seq:06d}.arrows",
+            self._meta("events", extra),
+            [i.name for i in infos],
+            [(ring.thread, ring.implicit_task, chunk) for ring, chunk in parts],
+        )
+        for c, n in counts.items():
+            self.written[c] = self.written.get(c, 0) + n
 
     def _write_tasks(self, final: bool) -> None:
         with self.lock:
@@ -399,9 +364,9 @@ class Recorder:
             return
         schema = TASKS.arrow_schema
         cols = {c: [getattr(r, c) for r in rows] for c in schema.names}
-        table = pa.table(cols, schema=schema.with_metadata(self._meta("tasks")))
         self.seq += 1
-        _write_stream(self.config.trace_dir / f"tasks-{self.pid}-{self.seq:06d}.arrows", table)
+        path = self.config.trace_dir / f"tasks-{self.pid}-{self.seq:06d}.arrows"
+        write_rows(path, self._meta("tasks"), schema, cols)
 
     def drops(self) -> dict[int, int]:
         """Events lost so far, by code (rid << RID_SHIFT | kind)."""
@@ -427,7 +392,10 @@ class Recorder:
         if key == self.snapshot_key:
             return
         self.snapshot_key = key
-        resources = pa.table(
+        write_rows(
+            self.config.trace_dir / f"resources-{self.pid}.arrows",
+            self._meta("resources"),
+            RESOURCES.arrow_schema,
             {
                 "resource": [i.name for i in infos],
                 "capacity": [i.capacity for i in infos],
@@ -436,16 +404,14 @@ class Recorder:
                 "dropped": dropped,
                 "sample_every": [i.sample_every for i in infos],
             },
-            schema=RESOURCES.arrow_schema.with_metadata(self._meta("resources")),
         )
-        _write_stream(self.config.trace_dir / f"resources-{self.pid}.arrows", resources)
         if sites:
-            schema = SITES.arrow_schema
-            table = pa.table(
-                {c: [s.get(c) for s in sites] for c in schema.names},
-                schema=schema.with_metadata(self._meta("sites")),
+            write_rows(
+                self.config.trace_dir / f"sites-{self.pid}.arrows",
+                self._meta("sites"),
+                SITES.arrow_schema,
+                {c: [s.get(c) for s in sites] for c in SITES.arrow_schema.names},
             )
-            _write_stream(self.config.trace_dir / f"sites-{self.pid}.arrows", table)
 
     def stop(self) -> None:
         """Stop the writer and flush everything, open waits (null dur) and open tasks included."""
@@ -454,16 +420,6 @@ class Recorder:
         if self.writer.is_alive() and self.writer is not threading.current_thread():
             self.writer.join()
         self.flush(final=True)
-
-
-def _nullable(values: np.ndarray, valid: np.ndarray) -> pa.Array:
-    """An Arrow array of ``values``, null where ``valid`` is false (no copy when all valid)."""
-    if valid.all():
-        return pa.array(values)
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(
-        pa.from_numpy_dtype(values.dtype), len(values), [bitmap, pa.py_buffer(values)]
-    )
 
 
 def _put(ring: Ring, ts, code, task, amount, obj, site, value, dur) -> None:
@@ -488,33 +444,6 @@ def _open_waits(ring: Ring) -> bytes:
         out += RECORD.pack(w.ts, code, w.task, w.amount, w.object, w.site, value, NULL_DUR)
     ring.open_waits.clear()
     return bytes(out)
-
-
-_EVENTS_SCHEMA: pa.Schema | None = None
-
-
-def _events_schema() -> pa.Schema:
-    global _EVENTS_SCHEMA
-    if _EVENTS_SCHEMA is None:
-        s = EVENTS.arrow_schema
-        i = s.get_field_index("resource")
-        _EVENTS_SCHEMA = s.set(
-            i, pa.field("resource", pa.dictionary(pa.int32(), pa.string()), nullable=False)
-        )
-    return _EVENTS_SCHEMA
-
-
-def _write_stream(path: Path, data: pa.RecordBatch | pa.Table) -> None:
-    """Write one segment so that a reader sees all of it or none (write, then rename)."""
-    # Serialized in memory and written with one call: each time the writer lets go of the GIL
-    # it may wait a whole switch interval to get it back from a busy traced thread.
-    sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, data.schema) as w:
-        w.write(data)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(sink.getvalue())
-    os.replace(tmp, path)
 
 
 # --- module-level entry points the hot path calls -------------------------------------------

@@ -5,7 +5,8 @@
  * messages are built by a small back-to-front builder (flatbuffers' own layout: children
  * before parents, vtables beside their tables, every scalar aligned to its size).
  *
- * Internal to gigi_probe.c; no dependency beyond libc.
+ * Internal to gigi_probe.c and to the Python probes' writer (_writer.c); no dependency beyond
+ * libc.
  */
 #ifndef GIGI_ARROW_IPC_H
 #define GIGI_ARROW_IPC_H
