@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from gigi._interrupts import write_atomic
 from gigi.errors import QueryError
 
 FORMATS = ("table", "csv", "json", "parquet", "arrow")
@@ -25,14 +26,15 @@ def write_result(
         raise QueryError(f"{fmt} is binary: give --output FILE or redirect stdout")
     if fmt == "table":
         if output is not None:
-            with open(output, "w") as f:
-                _print_table(table, f, title, limit=None)
+            text = io.StringIO()
+            _print_table(table, text, title, limit=None)
+            write_atomic(output, text.getvalue())
         else:
             _print_table(table, sys.stdout, title, limit)
         return
     data = _encode(table, fmt)
     if output is not None:
-        Path(output).write_bytes(data)
+        write_atomic(output, data)
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()

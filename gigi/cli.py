@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from gigi._interrupts import handling, received, write_atomic
 from gigi.errors import GigiError
 
 app = typer.Typer(
@@ -571,7 +572,7 @@ def diagnose(
     else:
         text = json.dumps(d.to_json(), indent=2) if format == "json" else render(d)
     if output is not None:
-        output.write_text(text + "\n")
+        write_atomic(output, text + "\n")
     else:
         typer.echo(text)
     if fail_on_findings and (d.findings or d.unexplained):
@@ -628,7 +629,7 @@ def report(
         raise GigiError(f"--source {source}: no such directory")
     d = _diagnosis("report", locals(), param, sites=sites, threshold=threshold)
     page = render(d, ReportConfig(source=source))
-    html.write_text(page, encoding="utf-8")
+    write_atomic(html, page)
     typer.echo(f"wrote {html} ({len(page.encode()):,} bytes); findings: {len(d.findings)}")
 
 
@@ -997,52 +998,46 @@ def _named_sql(name: str) -> str:
     return named_queries()[name].text.rstrip().rstrip(";")
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``timeout``, a CI runner, ``kill``), raised in the main thread as Ctrl-C is, so
-    that a command cleans up as it does for Ctrl-C: a diagnosis at scale removes its scratch
-    files (gigabytes in DuckDB's temp directory), a recording writes what it has."""
-
-
-_signals: list[int] = []  # the SIGTERM received (typer turns any interrupt into exit 130)
-
-
-def _terminate(signum, frame) -> None:
-    _signals.append(signum)
-    raise Terminated
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; library errors become one line on stderr and exit status 2; Ctrl-C exits
-    with 130 and SIGTERM with 143, each after cleaning up."""
-    import signal
-    import threading
-
-    restore = None
-    _signals.clear()  # (a caller may run several commands in one process)
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    ):
-        restore = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return _main(argv)
-    finally:
-        if restore is not None:
-            signal.signal(signal.SIGTERM, restore)
+    with 130 and SIGTERM with 143, each after cleaning up, with one line: "interrupted"."""
+    with handling() as received:
+        try:
+            code = _main(argv)
+        except BaseException:  # an interrupt while an error was being reported
+            if not received:
+                raise
+    if received:
+        # Whatever the interrupt broke on its way out (a query stopped, an import cut
+        # short, an error from either) is its doing: one line, and the signal's exit status.
+        print("gigi-query: interrupted", file=sys.stderr)
+        return 128 + received[0]
+    return code
 
 
 def _main(argv: list[str] | None) -> int:
     try:
         app(args=argv, prog_name="gigi-query")
     except SystemExit as e:  # typer's own exits: --help, usage errors (already reported)
-        if _signals:  # typer turns an interrupt into exit 130
-            return 143
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except KeyboardInterrupt:
+        if not received:  # raised where our handler was not in place
+            received.append(2)
+        return 130
+    except Exception:
+        if received:
+            return 128 + received[0]  # main() says so
+        return _reported()
+    return 0
+
+
+def _reported() -> int:
+    """The exit status of the error being handled, reported in one line."""
+    try:
+        raise
     except GigiError as e:
         print(f"gigi-query: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 143 if _signals else 130
     except BrokenPipeError:
         return 0
     except OSError as e:
@@ -1084,21 +1079,10 @@ def _duckdb_user_error(e: Exception) -> str | None:
 
 
 def entry() -> None:
-    """The ``gigi-query`` process: ``main``, with the garbage collector set for a process
-    that imports numba, pyarrow, DuckDB (and pandas, where pyarrow finds it) for one command.
-    Those imports leave over a hundred thousand objects that live as long as the process, and
-    every full collection walks them all, to find next to no garbage."""
-    import gc
+    """The ``gigi-query`` process (see ``gigi._entry``)."""
+    from gigi._entry import entry as run
 
-    # a full collection after 100 younger ones, not 10: the three of a small diagnosis cost
-    # it 0.1 s of its 1.5; cycles are still reclaimed, a little later
-    gc.set_threshold(700, 10, 100)
-    code = main()
-    # The command is done and what it opened is closed (atexit still runs: temp stores,
-    # scratch folders). The interpreter's teardown would collect again, over everything, for
-    # 0.2 s more: frozen, nothing is walked.
-    gc.freeze()
-    sys.exit(code)
+    run()
 
 
 if __name__ == "__main__":

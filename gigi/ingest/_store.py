@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from gigi._interrupts import deferred
 from gigi.errors import IngestError, SchemaError
 from gigi.ingest._perf import SAMPLES_FILE, attach_samples
 from gigi.ingest._segments import Segment, list_segments, open_segment
@@ -241,7 +242,7 @@ def ingest(
     segments = [open_segment(p) for p in paths]
     if not any(s.table == "events" and s.schema is not None for s in segments):
         raise IngestError(f"{trace_dir}: no events segment with a readable schema")
-    store.mkdir(parents=True, exist_ok=True)
+    made = _make_store(store)
     work = Path(tempfile.mkdtemp(prefix=".ingest-", dir=store))
     try:
         small: dict[str, list[pa.RecordBatch]] = {"tasks": [], "resources": [], "sites": []}
@@ -281,11 +282,28 @@ def ingest(
             pq.write_table(SAMPLES_SCHEMA.empty_table(), work / SAMPLES_FILE)
         (work / MANIFEST).write_text(manifest.to_json())
         shutil.rmtree(work / "spill", ignore_errors=True)
-        replace_entry(work, store / manifest.trace_id)
+        with deferred():  # the entry is replaced whole or not at all
+            replace_entry(work, store / manifest.trace_id)
         return manifest
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
+        for folder in made:  # a refused or interrupted ingest leaves no store it made
+            try:
+                folder.rmdir()
+            except OSError:
+                break
         raise
+
+
+def _make_store(store: Path) -> list[Path]:
+    """Make ``store`` and any missing parents; the folders made, deepest first."""
+    made = []
+    for folder in [store, *store.parents]:
+        if folder.exists():
+            break
+        made.append(folder)
+    store.mkdir(parents=True, exist_ok=True)
+    return made
 
 
 def _add_samples(manifest: Manifest, entry_dir: Path, perf, offset_ns: int) -> None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gigi._interrupts import held
+
 MAX_DEPTH = 4
 
 
@@ -164,6 +166,7 @@ def _points(waits: Intervals, holders: Intervals):
     )
 
 
+@held
 def attribute_fast(waits: Intervals, holders: Intervals) -> Blame:
     """``attribute``, as a numba sweep: the same rows (blame to within float rounding), as
     arrays (``.rows()`` gives ``attribute``'s tuples)."""

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gigi._interrupts import held
+
 PERCENTS = (50, 90, 99)
 BUCKETS = 64
 FINE_BITS = 16  # bins per group in the counting path, at most 2**FINE_BITS
@@ -48,6 +50,7 @@ def _fine_bits(n_res: int) -> int:
     return bits if bits >= 8 else 0
 
 
+@held
 def hold_time(res, hold_ns, n_res: int, histogram: bool = True):
     """Per group code (a resource, or a resource and task): count, quantiles (``PERCENTS``)
     and max, and the log2 histogram (no columns when ``histogram`` is false). Serves holds

@@ -19,6 +19,8 @@ from collections import deque
 
 import numpy as np
 
+from gigi._interrupts import held
+
 ACQUIRE, RELEASE = 1, 3
 NONE = -1
 
@@ -62,6 +64,7 @@ def pair_holds_reference(kind, resource, obj, task, amount, seq) -> list[tuple[i
 class HoldPairer:
     """Streaming pairing: ``feed`` batches in ``seq`` order, then ``finish`` for open holds."""
 
+    @held
     def __init__(self, capacity: int = 1024) -> None:
         from gigi.metrics import _pairing_kernel as kernel
 
@@ -89,6 +92,7 @@ class HoldPairer:
         self._slots, self._free = slots, free
         self._nfree += len(added)
 
+    @held
     def feed(self, kind, resource, obj, task, amount, seq):
         """Pair one batch (numpy int arrays; ``resource`` as integer codes).
 
@@ -133,6 +137,7 @@ class HoldPairer:
                     table.grow()
         return tuple(o[:n] for o in out)
 
+    @held
     def finish(self):
         """The holds still open, ``(acquire_seq, -1, remaining)``, in ``acquire_seq`` order."""
         from gigi.metrics._pairing_kernel import REMAINING, SEQ

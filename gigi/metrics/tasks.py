@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from gigi._interrupts import held
+
 
 def _i64(x) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.int64)
 
 
+@held
 def task_shares(waits: dict, holds: dict, uses: dict, res_of_pair, n_res: int):
     """See the module docstring. ``waits`` has arrays ``pair, start, end``, ``holds`` ``pair,
     start, end, amount`` and ``uses`` ``pair, ts, amount``; ``pair`` is the dense (resource,

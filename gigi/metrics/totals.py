@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gigi._interrupts import held
+
 # Columns of the per-resource result, in order.
 TOTALS = (
     "waits",
@@ -42,6 +44,7 @@ class Totals:
         self.square = np.zeros((n_res, windows), np.float64)
         self.w_cur = 0
 
+    @held
     def add(self, kind, res, amount, ts, dur) -> None:
         from gigi.metrics._totals_kernel import step
 

@@ -1,0 +1,5 @@
+"""``python -m gigi``: the ``gigi-query`` command."""
+
+from gigi._entry import entry
+
+entry()

@@ -1,0 +1,152 @@
+"""Ctrl-C (and SIGTERM) held back over the few steps that must not stop half-way.
+
+Python raises KeyboardInterrupt between any two bytecodes. Most of gigi can stop anywhere: a
+query is interrupted, a temporary folder removed. A few steps cannot: numba loading a kernel
+from its cache and calling it (stopped in the middle, its dispatcher is left half-built, and
+the next call into it crashes the process), renaming a finished file or store entry into
+place, writing an output file. ``deferred()`` runs such a step with the signals recorded
+instead of acted on, then acts on the first one as soon as the step is over, through the
+handler that was in place before (KeyboardInterrupt by default; the CLI's own for SIGTERM).
+
+Only the main thread receives signals in Python, so elsewhere ``deferred()`` does nothing.
+
+``handling()`` is the CLI's side: SIGINT and SIGTERM raise ``KeyboardInterrupt`` (SIGTERM as
+``Terminated``) and are recorded, so that the command reports "interrupted" whatever the
+exception it ends with. A signal that arrives inside the import machinery (where an exception
+in a lock's callback is printed and dropped, and a module is left half-imported) is delivered
+a few milliseconds later instead, once the import is done.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
+_RETRY_S = 0.005  # how soon a signal held back at an unsafe point is tried again
+_UNSAFE_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``timeout``, a CI runner, ``kill``), raised in the main thread as Ctrl-C is, so
+    that a command cleans up as it does for Ctrl-C: a diagnosis at scale removes its scratch
+    files (gigabytes in DuckDB's temp directory), a recording writes what it has."""
+
+
+received: list[int] = []  # the signals handling() acted on, first first
+_pending: list[int] = []  # held back at an unsafe point
+
+
+def _unsafe(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename in _UNSAFE_FILES or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _raise(signum, frame) -> None:
+    if _unsafe(frame):
+        _pending.append(signum)
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
+        return
+    received.append(signum)
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _retry(_signum, frame) -> None:
+    if _pending:
+        _raise(_pending.pop(0), frame)
+
+
+@contextmanager
+def handling():
+    """SIGINT and SIGTERM raise at the next safe point and are recorded in ``received``,
+    while the block runs (in the main thread, where the handlers are still Python's own).
+    Nested in another ``handling()``, it leaves the outer one in charge."""
+    restore = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum, theirs in (
+            (signal.SIGTERM, signal.SIG_DFL),
+            (signal.SIGINT, signal.default_int_handler),
+        ):
+            if signal.getsignal(signum) is theirs:
+                restore[signum] = signal.signal(signum, _raise)
+        if restore and signal.getsignal(signal.SIGALRM) is signal.SIG_DFL:
+            restore[signal.SIGALRM] = signal.signal(signal.SIGALRM, _retry)
+    if restore:  # a new command: nothing received yet
+        received.clear()
+        _pending.clear()
+    try:
+        yield received
+    finally:
+        if signal.SIGALRM in restore:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        for signum, handler in restore.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def deferred():
+    """Run the block with SIGINT and SIGTERM held; the first that came is acted on after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple[int, object]] = []
+
+    def hold(signum, frame) -> None:
+        caught.append((signum, frame))
+
+    previous = {s: signal.signal(s, hold) for s in _HELD}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if caught:
+            signum, frame = caught[0]
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:  # what the signal would have done: end us
+                os.kill(os.getpid(), signum)
+
+
+def held(fn):
+    """``fn`` run under ``deferred()``: for a function that loads or calls numba kernels."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with deferred():
+            return fn(*args, **kwargs)
+
+    return run
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "utf-8") -> None:
+    """Write ``data`` to ``path`` in full or not at all: to a temporary file beside it, then
+    renamed over it. An interrupt or a full disk leaves the old file (or none), never half
+    of the new one."""
+    path = Path(path)
+    raw = data.encode(encoding) if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        with deferred():
+            os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
