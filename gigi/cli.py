@@ -748,6 +748,10 @@ def scan(
         f"scanned {st['files']} files, {st['lines']:,} lines, {st['functions']} functions "
         f"(parse {st['parse_s']:.1f} s); {st['diagnostics']} parse diagnostics"
     )
+    if "llm" in st:
+        from gigi.scan._llm import summary_line
+
+        typer.echo(summary_line(st["llm"]))
     typer.echo(
         f"{len(report['resources'])} resources: "
         + ", ".join(r["name"] for r in report["resources"])

@@ -164,7 +164,7 @@ EVENTS = {
     ],
     "pool_checkin": [
         {"kind": "RELEASE", "line": 43, "object": "c", "amount": "1", "why": "pushes back"},
-        {"kind": "RELEASE", "line": 400, "why": "a line outside the function"},
+        {"kind": "RELEASE", "line": 58, "why": "a line outside the function"},
         {"kind": "ACQUIRE", "line": 41, "function": "pool_steal", "why": "no such function"},
     ],
     "conn_query": [{"kind": "USE", "line": 50, "object": "c", "why": "queries through c"}],
@@ -262,7 +262,7 @@ def test_llm_scan_over_http_rejects_bad_answers_and_caches(endpoint, tmp_path):
     got = {(c.function, c.kind, c.line): (ok, why) for c, ok, why in r.candidates}
     assert got[("pool_checkout", "WAIT", 27)][0] and got[("pool_checkout", "ACQUIRE", 32)][0]
     assert got[("pool_checkin", "RELEASE", 43)][0] and got[("conn_query", "USE", 50)][0]
-    assert "outside pool_checkin" in got[("pool_checkin", "RELEASE", 400)][1]
+    assert "outside pool_checkin" in got[("pool_checkin", "RELEASE", 58)][1]
     assert "no function pool_steal" in got[("pool_steal", "ACQUIRE", 41)][1]
     rep = b.report()
     # the broken answer and the slow one were retried: more calls than requests

@@ -3,28 +3,42 @@ endpoint. Nothing is sent unless an endpoint is configured; the key is never log
 
 Phase 1 sends each record's declaration (name, members with types, comment) and asks whether
 it is a resource; phase 2 sends each function that touches a resource (signature, facts and
-source) and asks for its events. Answers must be JSON of a fixed shape (checked here, and
-asked for with ``response_format``); a malformed answer is retried, then dropped with its
-reason, and the scan goes on. Responses are cached by the SHA-256 of the model and the
-request, so a re-scan of unchanged code sends nothing and repeats exactly. Calls are
-rate-limited, retried with exponential backoff, and bounded by a timeout.
+source) and asks for its events. Answers must be JSON of a fixed shape (asked for with
+``response_format``, and checked by ``_answers`` before they are used or cached: types, line
+numbers inside the file, known kinds, sane lengths); a malformed answer is retried, then
+dropped with its reason. Responses are cached by the SHA-256 of the model and the request, so
+a re-scan of unchanged code sends nothing and repeats exactly; a cached answer is checked
+again before it is reused, and one that fails (cached by an older gigi) is dropped and asked
+again. Calls are rate-limited and bounded by a timeout; a failed call is retried after the
+wait a 429 or 503 asks for in ``Retry-After`` (at most a minute), else with exponential
+backoff, and all the waits of a scan share one budget. A record or function the LLM gave no
+usable answer for, failed or malformed, is left to the offline rules, and the report counts
+both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+from gigi.scan import _offline
+from gigi.scan._answers import check_phase1, check_phase2
 from gigi.scan._offline import Candidate, ResourceGuess, members_by_record
 from gigi.scan._parse import Function, Member, Record, ScanError
 
-KINDS = ("WAIT", "ACQUIRE", "USE", "RELEASE")
-SHARING = ("exclusive", "shared", "pool", "log")
+# the longest wait a Retry-After gets: a server asking for more is not waited for longer
+RETRY_AFTER_MAX_S = 60.0
+# what stood in for an answer the LLM did not give, in a resource's reasons
+OFFLINE_STANDS_IN = "offline rules: the LLM gave no usable answer"
 
 PHASE1_PROMPT = (
     "You classify C/C++ records. An application resource is something a program hands out "
@@ -49,12 +63,16 @@ class LLMError(ScanError):
 
 @dataclass
 class PhaseStats:
-    calls: int = 0
-    cached: int = 0
+    calls: int = 0  # requests sent, retries included
+    cached: int = 0  # questions answered from the cache
+    failed: int = 0  # questions given up after HTTP or network errors
+    malformed: int = 0  # questions given up after answers the check refused
+    cache_dropped: int = 0  # cached answers the check refused: dropped, asked again
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    rejected: list[str] = field(default_factory=list)
+    retry_wait_s: float = 0.0  # time waited before retries
+    rejected: list[str] = field(default_factory=list)  # each question given up, and why
 
 
 class _RateLimit:
@@ -73,7 +91,9 @@ class _RateLimit:
 
 class LLMBackend:
     """Phase 1 and 2 by an LLM. ``base_url``, ``model`` and ``api_key`` come from the
-    arguments, else ``OPENAI_BASE_URL``, ``GIGI_LLM_MODEL``, ``OPENAI_API_KEY``."""
+    arguments, else ``OPENAI_BASE_URL``, ``GIGI_LLM_MODEL``, ``OPENAI_API_KEY``. A question
+    is tried ``retries`` more times after a failed or malformed answer; ``retry_budget_s`` is
+    how long the whole scan may wait before retries, after which a question gets one try."""
 
     def __init__(
         self,
@@ -85,6 +105,7 @@ class LLMBackend:
         timeout: float = 60.0,
         retries: int = 3,
         rate_per_s: float = 5.0,
+        retry_budget_s: float = 600.0,
         source_root: str | os.PathLike | None = None,
     ) -> None:
         self.model = model or os.environ.get("GIGI_LLM_MODEL") or ""
@@ -96,16 +117,19 @@ class LLMBackend:
             raise LLMError("the LLM backend needs a model: --model or GIGI_LLM_MODEL")
         from openai import OpenAI
 
-        # max_retries=0: the retries, with their backoff, are ours, so they are counted
+        # max_retries=0: the retries, their waits (Retry-After included) and their budget are
+        # ours, in _ask alone, so that they are counted
         self.client = OpenAI(
             base_url=self.base_url, api_key=key or "unused", timeout=timeout, max_retries=0
         )
         self.retries = retries
+        self.retry_budget_left = retry_budget_s
         self.limit = _RateLimit(rate_per_s)
         self.cache = Path(cache_dir) if cache_dir else None
         if self.cache:
             self.cache.mkdir(parents=True, exist_ok=True)
         self.root = Path(source_root) if source_root else None
+        self.files: dict[str, list[str] | None] = {}
         self.stats = {"phase1": PhaseStats(), "phase2": PhaseStats()}
 
     def __repr__(self) -> str:  # the key stays out of any log
@@ -124,8 +148,14 @@ class LLMBackend:
                 "comment": r.comment,
                 "members": [{"name": m.name, "type": m.type, "comment": m.comment} for m in ms],
             }
-            answer = self._ask("phase1", PHASE1_PROMPT, decl, _check_phase1, f"record {r.name}")
-            if not answer or not answer["resource"]:
+            answer = self._ask("phase1", PHASE1_PROMPT, decl, check_phase1, f"record {r.name}")
+            if answer is None:
+                out += [
+                    replace(g, reasons=[*g.reasons, OFFLINE_STANDS_IN])
+                    for g in _offline.phase1([r], ms)
+                ]
+                continue
+            if not answer["resource"]:
                 continue
             known = {x.name for x in records}
             objects = [o for o in answer.get("objects", []) if o in known and o != r.name]
@@ -155,9 +185,18 @@ class LLMBackend:
             "objects": guess.elements,
             "source": self._source(fn),
         }
-        answer = self._ask("phase2", PHASE2_PROMPT, request, _check_phase2, f"function {fn.name}")
-        if not answer:
-            return []
+        lines = self._lines(fn.file)
+        # without the file, the function's own end bounds the lines an answer may give
+        count = len(lines) if lines is not None else fn.end_line
+        answer = self._ask(
+            "phase2",
+            PHASE2_PROMPT,
+            request,
+            lambda a: check_phase2(a, count),
+            f"function {fn.name}",
+        )
+        if answer is None:
+            return _offline.phase2(fn, resource, guess)
         return [
             Candidate(
                 fn.file,
@@ -174,32 +213,47 @@ class LLMBackend:
         ]
 
     def report(self) -> dict:
-        return {
+        """Per phase and in total: requests sent, questions answered from the cache, given
+        up as failed or malformed (each left to the offline rules), cached answers dropped."""
+        phases = {
             phase: {
                 "calls": s.calls,
                 "cached": s.cached,
+                "failed": s.failed,
+                "malformed": s.malformed,
+                "cache_dropped": s.cache_dropped,
                 "prompt_tokens": s.prompt_tokens,
                 "completion_tokens": s.completion_tokens,
                 "seconds": round(s.seconds, 3),
+                "retry_wait_s": round(s.retry_wait_s, 3),
                 "rejected_answers": s.rejected,
             }
             for phase, s in self.stats.items()
         }
+        counts = ("calls", "cached", "failed", "malformed", "cache_dropped")
+        return {**phases, "total": {k: sum(p[k] for p in phases.values()) for k in counts}}
 
     # the exchange
 
+    def _lines(self, file: str) -> list[str] | None:
+        if file not in self.files:
+            try:
+                text = (self.root / file).read_text(errors="replace") if self.root else None
+            except OSError:
+                text = None
+            self.files[file] = text.splitlines() if text is not None else None
+        return self.files[file]
+
     def _source(self, fn: Function) -> str:
-        if self.root is None:
-            return ""
-        try:
-            lines = (self.root / fn.file).read_text(errors="replace").splitlines()
-        except OSError:
+        lines = self._lines(fn.file)
+        if lines is None:
             return ""
         return "\n".join(
             f"{i}: {lines[i - 1]}" for i in range(fn.line, min(fn.end_line, len(lines)) + 1)
         )
 
     def _ask(self, phase: str, system: str, request: dict, check, what: str) -> dict | None:
+        """The answer to one question, checked; None when none came that the check accepts."""
         stats = self.stats[phase]
         body = json.dumps(
             {"model": self.model, "system": system, "request": request}, sort_keys=True
@@ -207,12 +261,28 @@ class LLMBackend:
         key = hashlib.sha256(body.encode()).hexdigest()
         cached = self.cache / f"{key}.json" if self.cache else None
         if cached is not None and cached.exists():
-            stats.cached += 1
-            return json.loads(cached.read_text())
-        last = ""
+            try:
+                answer = json.loads(cached.read_text())
+            except (OSError, ValueError) as e:
+                answer, problem = None, f"unreadable ({e})"
+            else:
+                problem = check(answer)
+            if not problem:
+                stats.cached += 1
+                return answer
+            # cached by an older gigi that checked less, or damaged: asked again
+            stats.cache_dropped += 1
+            with contextlib.suppress(OSError):
+                cached.unlink()
+        last, failed, wait = "", False, 0.0
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(min(0.2 * 2 ** (attempt - 1), 5.0))
+                if wait > self.retry_budget_left:
+                    last += f"; not retried: {wait:.1f} s more than the retry budget left"
+                    break
+                self.retry_budget_left -= wait
+                stats.retry_wait_s += wait
+                time.sleep(wait)
             self.limit.wait()
             t = time.perf_counter()
             try:
@@ -229,6 +299,9 @@ class LLMBackend:
                 stats.calls += 1
                 stats.seconds += time.perf_counter() - t
                 last = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                failed = True
+                asked = _asked_wait(e)
+                wait = asked if asked is not None else _backoff(attempt)
                 continue
             stats.calls += 1
             stats.seconds += time.perf_counter() - t
@@ -238,46 +311,83 @@ class LLMBackend:
                 stats.completion_tokens += usage.completion_tokens or 0
             try:
                 answer = json.loads(resp.choices[0].message.content or "")
-                problem = check(answer)
             except (ValueError, IndexError, AttributeError, TypeError) as e:
                 problem = f"not JSON ({e})"
+            else:
+                problem = check(answer)
             if problem:
-                last = problem
+                last, failed, wait = problem, False, _backoff(attempt)
                 continue
             if cached is not None:
                 tmp = cached.with_suffix(".tmp")
                 tmp.write_text(json.dumps(answer))
                 tmp.replace(cached)
             return answer
+        if failed:
+            stats.failed += 1
+        else:
+            stats.malformed += 1
         stats.rejected.append(f"{what}: {last}")
         return None
 
 
-def _check_phase1(a) -> str:
-    if not isinstance(a, dict) or not isinstance(a.get("resource"), bool):
-        return "answer lacks a boolean 'resource'"
-    if a["resource"]:
-        if a.get("sharing") not in SHARING:
-            return f"sharing {a.get('sharing')!r} is not one of {', '.join(SHARING)}"
-        if not isinstance(a.get("unit"), str) or not a["unit"]:
-            return "answer lacks a 'unit'"
-        if not isinstance(a.get("objects", []), list):
-            return "'objects' is not a list"
-    return ""
+def _backoff(attempt: int) -> float:
+    """The wait before retry ``attempt + 1`` when the server asked for none: 0.2 s, doubled
+    each time, at most 5 s."""
+    return min(0.2 * 2**attempt, 5.0)
 
 
-def _check_phase2(a) -> str:
-    if not isinstance(a, dict) or not isinstance(a.get("events"), list):
-        return "answer lacks an 'events' list"
-    for e in a["events"]:
-        if not isinstance(e, dict) or e.get("kind") not in KINDS:
-            return (
-                f"event kind {e.get('kind') if isinstance(e, dict) else e!r} is not one of "
-                f"{', '.join(KINDS)}"
-            )
-        if not isinstance(e.get("line"), int):
-            return "an event without an integer 'line'"
-    return ""
+def _asked_wait(e: Exception) -> float | None:
+    """The wait a 429 or 503 asks for in its Retry-After header, None when it asks for none."""
+    response = getattr(e, "response", None)
+    if getattr(response, "status_code", None) not in (429, 503):
+        return None
+    value = response.headers.get("retry-after")
+    return retry_after_s(value, time.time()) if value is not None else None
 
 
-__all__ = ["LLMBackend", "LLMError"]
+def retry_after_s(value: str, now: float) -> float | None:
+    """Seconds to wait for a Retry-After header's VALUE (seconds, or an HTTP date) at time
+    NOW (Unix seconds), at most RETRY_AFTER_MAX_S; None when VALUE is neither.
+
+    >>> retry_after_s("2", 0.0), retry_after_s("3600", 0.0), retry_after_s("soon", 0.0)
+    (2.0, 60.0, None)
+    >>> retry_after_s("Thu, 01 Jan 1970 00:00:30 GMT", 0.0)
+    30.0
+    """
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC, by RFC 5322
+            when = when.replace(tzinfo=UTC)
+        seconds = max(when.timestamp() - now, 0.0)
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(seconds, RETRY_AFTER_MAX_S)
+
+
+def summary_line(llm: dict) -> str:
+    """One line for the scan's summary from ``LLMBackend.report()``: a scan in which some
+    questions got no usable answer says it is incomplete."""
+    t = llm["total"]
+    line = (
+        f"{t['calls']} calls, {t['cached']} answered from cache, "
+        f"{t['failed']} failed, {t['malformed']} malformed"
+    )
+    if t["cache_dropped"]:
+        line += f", {t['cache_dropped']} cached answers dropped and asked again"
+    missing = t["failed"] + t["malformed"]
+    if not missing:
+        return f"LLM: {line}"
+    questions = "question" if missing == 1 else "questions"
+    return (
+        f"LLM recall incomplete: {line}; the offline rules stood in for the {missing} "
+        f"{questions} left unanswered (report.json lists them)"
+    )
+
+
+__all__ = ["LLMBackend", "LLMError", "retry_after_s", "summary_line"]
