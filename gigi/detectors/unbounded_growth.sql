@@ -6,7 +6,7 @@
 --   of Wal), the tasks that held that resource through the episode, from its start to its
 --   peak, kept the log from being truncated, and are blamed first.
 -- param growth_pin_share: share of the episode a hold must cover to pin the log (default 0.9)
--- param growth_min_rise: rise as a multiple of the level it started from (default 10)
+-- param growth_min_rise: rise as a multiple of the level it started from (default 1)
 -- param growth_min_span: the episode's length as a share of the trace (default 0.15)
 -- param growth_min_noise_ratio: rise as a multiple of what lost events alone could add (default 4)
 WITH episode AS (

@@ -245,8 +245,10 @@ def stop_recorder(proc: subprocess.Popen) -> str:
 
 
 def churn_table(server: Server, rows: int, vacuum_threshold: int) -> None:
-    """A fresh table ``churn (id, v)`` of ROWS rows, vacuumed, that autovacuum visits (with no
-    cost delay) once VACUUM_THRESHOLD of its tuples are dead."""
+    """A fresh table ``churn (id, v)`` of ROWS rows that autovacuum visits (with no cost
+    delay) once VACUUM_THRESHOLD of its tuples are dead; the whole database vacuumed, so that
+    the dead tuples earlier tests left in other tables (pgbench's) are not cleaned up while
+    the next one records."""
     with server.connect() as setup:
         setup.execute("DROP TABLE IF EXISTS churn")
         setup.execute(
@@ -255,7 +257,7 @@ def churn_table(server: Server, rows: int, vacuum_threshold: int) -> None:
             " autovacuum_vacuum_cost_delay = 0)"
         )
         setup.execute(f"INSERT INTO churn SELECT g, 0 FROM generate_series(1, {rows}) AS g")
-        setup.execute("VACUUM churn")
+        setup.execute("VACUUM")
 
 
 def under_a_long_snapshot(
