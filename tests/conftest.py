@@ -121,3 +121,20 @@ def contended(trace_dir, tmp_path):
     lines += [perf_line(3 * S // 2 + i, 10, "idle_loop") for i in range(300)]
     perf.write_text("".join(lines))
     return trace_dir, perf
+
+
+def build_native(source: Path, work: Path) -> Path:
+    """``source`` (C, against the native probes) compiled with warnings as errors and linked
+    to the runtime built in ``work``; the binary, named after the source."""
+    import subprocess
+
+    from gigi.probes import native
+
+    binary = work / source.stem
+    subprocess.run(
+        [native.compiler(), "-O2", "-Wall", "-Werror", *native.cflags(), str(source)]
+        + native.libs(work / "lib")
+        + ["-o", str(binary)],
+        check=True,
+    )
+    return binary

@@ -18,21 +18,14 @@ from gigi.cli import main as cli
 from gigi.ingest import ingest
 from gigi.probes import native
 from gigi.queries import connect
+from tests.conftest import build_native
 
 PROGRAM = Path(__file__).parent / "native" / "program.c"
 
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("native")
-    binary = work / "program"
-    subprocess.run(
-        [native.compiler(), "-O2", "-Wall", "-Werror", *native.cflags(), str(PROGRAM)]
-        + native.libs(work / "lib")
-        + ["-o", str(binary)],
-        check=True,
-    )
-    return binary
+    return build_native(PROGRAM, tmp_path_factory.mktemp("native"))
 
 
 def run(program: Path, trace: Path | None, *args: str, **env: str) -> str:

@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 import pytest
 
 from gigi.ingest import ingest, list_segments, open_segment
-from gigi.probes import native
 from gigi.queries import connect
+from tests.conftest import build_native
 
 PROGRAM = Path(__file__).parent / "native" / "fork_storm.c"
 EVENTS = 2_000_000  # per child (a multiple of 4: pairs, from one thread or two)
@@ -26,15 +26,7 @@ HANG = 20  # s: far more than the 0.5 s a run takes, loaded machine included
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("native_fork")
-    binary = work / "fork_storm"
-    subprocess.run(
-        [native.compiler(), "-O2", "-Wall", "-Werror", *native.cflags(), str(PROGRAM)]
-        + native.libs(work / "lib")
-        + ["-o", str(binary)],
-        check=True,
-    )
-    return binary
+    return build_native(PROGRAM, tmp_path_factory.mktemp("native_fork"))
 
 
 def run(program: Path, trace: Path, *args: str, **env: str) -> None:

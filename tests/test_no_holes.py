@@ -219,16 +219,9 @@ def test_a_python_program_with_a_hog_in_its_pool(tmp_path):
 
 
 def test_a_c_program_with_a_hog_in_its_pool(tmp_path):
-    from gigi.probes import native
+    from tests.conftest import build_native
 
-    binary = tmp_path / "pool_hog"
-    subprocess.run(
-        [native.compiler(), "-O2", "-Wall", "-Werror", *native.cflags()]
-        + [str(PROGRAMS / "native" / "pool_hog.c")]
-        + native.libs(tmp_path / "lib")
-        + ["-o", str(binary)],
-        check=True,
-    )
+    binary = build_native(PROGRAMS / "native" / "pool_hog.c", tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIGI_")}
     subprocess.run(
         [str(binary)], env=env | {"GIGI_TRACE": str(tmp_path / "t")}, check=True, timeout=120

@@ -187,14 +187,7 @@ class _Events:
                     norm = normalize_batch(batch, EVENTS, path=str(seg.path), batch_index=b_index)
                     if norm.num_rows:
                         self._gather(norm)
-                        if self.amount >= TOTAL_LIMIT:
-                            raise SchemaError(
-                                f"the trace's amounts add up to {self.amount} by this batch, "
-                                "expected less than 2^62 in all",
-                                path=str(seg.path),
-                                column="amount",
-                                batch=b_index,
-                            )
+                        _check_total(self.amount, "amount", seg, b_index)
                         yield norm
             done += seg.size
             if self.progress:
@@ -254,14 +247,7 @@ def ingest(
                     small[seg.table].append(norm)
                     if seg.table == "resources":
                         dropped += sum(norm.column("dropped").to_pylist())
-                        if dropped >= TOTAL_LIMIT:
-                            raise SchemaError(
-                                f"the trace's dropped events add up to {dropped} by this "
-                                "batch, expected less than 2^62 in all",
-                                path=str(seg.path),
-                                column="dropped",
-                                batch=i,
-                            )
+                        _check_total(dropped, "dropped", seg, i)
         tables = {name: _merge_small(name, bs) for name, bs in small.items()}
 
         events = _Events(segments, progress, sum(s.size for s in segments))
@@ -293,6 +279,19 @@ def ingest(
             except OSError:
                 break
         raise
+
+
+def _check_total(total: int, column: str, seg: Segment, batch: int) -> None:
+    """Refuse a trace whose ``column`` (amounts, dropped events) adds up to 2^62 or more by
+    this batch: the views' sums of it would overflow."""
+    if total >= TOTAL_LIMIT:
+        what = "amounts" if column == "amount" else f"{column} events"
+        raise SchemaError(
+            f"the trace's {what} add up to {total} by this batch, expected less than 2^62 in all",
+            path=str(seg.path),
+            column=column,
+            batch=batch,
+        )
 
 
 def _make_store(store: Path) -> list[Path]:
