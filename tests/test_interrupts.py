@@ -39,7 +39,12 @@ def _start(*args: str, code: str | None = None, env: dict | None = None) -> subp
 
 
 def _ended_cleanly(p: subprocess.Popen, signum: int = signal.SIGINT) -> None:
-    _, err = p.communicate(timeout=120)
+    try:
+        _, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()  # never left running behind the suite
+        p.communicate()
+        raise
     assert p.returncode == 128 + signum, (p.returncode, err)
     assert err.strip().splitlines() == ["gigi-query: interrupted"], err
 
