@@ -55,13 +55,17 @@ WITH bound AS (
     WHERE h.task IS NOT NULL
 ), self_released AS (
     -- resources whose units are let go by the tasks that took them (most RELEASEs are by a
-    -- task that has an ACQUIRE of the resource): a pool's, a lock's, not a log's
+    -- task that has an ACQUIRE of the resource): a pool's, a lock's, not a log's; and only
+    -- those where some task let go of more than it took (an ACQUIRE lost, or taken before
+    -- the trace). Elsewhere every RELEASE finds its own task's hold, and pairing within
+    -- tasks cannot count more than the holds already do.
     SELECT resource
-    FROM (SELECT resource, task, max(CASE WHEN kind = 1 THEN 1 ELSE 0 END) AS took,
+    FROM (SELECT resource, task, sum(CASE WHEN kind = 1 THEN 1 ELSE 0 END) AS acquired,
                  sum(CASE WHEN kind = 3 THEN 1 ELSE 0 END) AS released
           FROM events WHERE kind IN (1, 3) AND task IS NOT NULL GROUP BY resource, task)
     GROUP BY resource
-    HAVING sum(took * released) >= 0.5 * sum(released)
+    HAVING sum(CASE WHEN acquired > 0 THEN released ELSE 0 END) >= 0.5 * sum(released)
+        AND sum(CASE WHEN released > acquired THEN 1 ELSE 0 END) > 0
 ), own AS (
     -- each task's ACQUIREs and RELEASEs of one object in order, with their neighbours
     SELECT e.resource, e.task, e.seq, e.kind, e.ts, e.amount,
