@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import signal
-import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -134,9 +134,12 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
     of the new one."""
     path = Path(path)
     raw = data.encode(encoding) if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # a new file, as open() makes one: mode 0666 less the umask (mkstemp's would be 0600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        if path.exists():  # a file written over keeps its mode
+            os.fchmod(fd, path.stat().st_mode & 0o7777)
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
         with deferred():
@@ -144,9 +147,3 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str = "ut
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
