@@ -13,14 +13,15 @@ import sys
 def entry() -> None:
     import gc
 
+    from gigi import _nopandas
     from gigi._interrupts import handling
 
     # a full collection after 100 younger ones, not 10: the three of a small diagnosis cost
-    # it 0.1 s of its 1.5; cycles are still reclaimed, a little later. (numba, pyarrow, DuckDB
-    # and pandas, where pyarrow finds it, leave over a hundred thousand objects that live as
-    # long as the process, and every full collection walks them all to find next to no
-    # garbage.)
+    # it 0.1 s of its 1.5; cycles are still reclaimed, a little later. (numba, pyarrow and
+    # DuckDB leave over a hundred thousand objects that live as long as the process, and every
+    # full collection walks them all to find next to no garbage.)
     gc.set_threshold(700, 10, 100)
+    _nopandas.keep_out()
     with handling() as received:
         try:
             from gigi.cli import main

@@ -155,6 +155,17 @@ def test_two_queries_are_not_a_detector(tmp_path):
         parse(path, builtin=False)
 
 
+def test_every_builtin_detector_is_one_query():
+    """Diagnose skips the one-query check for the detectors gigi ships; this is where they
+    pass it."""
+    from gigi.detectors import BUILTIN_DIR, SPARK_SUFFIX, _check_query
+
+    paths = [p for p in sorted(BUILTIN_DIR.glob("*.sql")) if not p.name.endswith(SPARK_SUFFIX)]
+    assert len(paths) >= 6
+    for path in paths:
+        _check_query(path, path.read_text())
+
+
 def test_the_spill_directory_is_private_and_fresh(store, secret, tmp_path):
     """The spill directory is made new for each connection, mode 0700: a link planted where
     an older gigi put it (TMPDIR/gigi-duckdb-<uid>) opens nothing; it is gone when the

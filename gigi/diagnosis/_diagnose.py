@@ -186,15 +186,15 @@ class DuckDBEngine:
     def detector(self, det: Detector) -> list[tuple]:
         import duckdb
 
-        try:
-            rel = self.con.sql(det.sql)
+        try:  # run as written and pick the columns here: a relation would bind it twice
+            cur = self.con.execute(det.sql)
+            columns = [d[0] for d in cur.description]
+            check_columns(det, columns)
+            rows = cur.fetchall()
         except duckdb.Error as e:
             raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
-        check_columns(det, rel.columns)
-        try:
-            return rel.select(*selected(rel.columns)).fetchall()
-        except duckdb.Error as e:
-            raise DetectorError(f"{det.path}: {str(e).splitlines()[0]}") from None
+        at = [columns.index(c) for c in selected(columns)]
+        return [tuple(row[i] for i in at) for row in rows]
 
     def register_sites(self, table: pa.Table) -> str:
         self.con.register("sites_given", table)

@@ -14,6 +14,7 @@ import sys
 
 import pyarrow as pa
 
+from gigi import _nopandas
 from gigi.detectors import Detector, selected
 from gigi.diagnosis._diagnose import Finding, check_columns
 from gigi.errors import DetectorError, GigiError, QueryError
@@ -39,6 +40,7 @@ SQL_CONF = {
 def session(master: str | None = None, memory: str | None = None):
     """A SparkSession: local mode on every core unless ``master`` names a cluster;
     ``memory`` caps the driver's heap (Spark's own syntax: 2g)."""
+    _nopandas.let_in()  # pyspark converts through pandas
     try:
         from pyspark.sql import SparkSession
     except ImportError:
