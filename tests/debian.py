@@ -1,12 +1,21 @@
-"""What the tests that start real servers share: installing a Debian package when a program
-is missing, and a free port on loopback. Imported by file path's folder (tests/), so that
-tests/postgres and tests/mariadb helpers and the bench scripts all reach it."""
+"""What the tests that start real servers or read real code share: installing a Debian package
+when a program is missing, a source package's tree, and a free port on loopback. Imported by
+file path's folder (tests/), so that tests/postgres and tests/mariadb helpers and the bench
+scripts all reach it."""
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+SOURCES_DIR = Path("/etc/apt/sources.list.d")
+OURS = SOURCES_DIR / "gigi-deb-src.sources"
 
 
 def apt_install(package: str) -> str:
@@ -23,3 +32,67 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _add_deb_src() -> bool:
+    """A deb-src entry beside the machine's own apt sources (same mirrors, same suites)."""
+    if OURS.exists():
+        return True
+    stanzas = []
+    for f in sorted(SOURCES_DIR.glob("*.sources")):
+        if f == OURS:
+            continue
+        for block in f.read_text().split("\n\n"):
+            if re.search(r"^Types:.*\bdeb\b", block, re.M) and "deb-src" not in block:
+                stanzas.append(re.sub(r"^Types:.*$", "Types: deb-src", block.strip(), flags=re.M))
+    if not stanzas:
+        return False
+    try:
+        OURS.write_text("\n\n".join(stanzas) + "\n")
+    except OSError:
+        return False
+    return subprocess.run(["apt-get", "update", "-qq"], capture_output=True).returncode == 0
+
+
+def source_tree(package: str, marker: str, cache: Path | None = None) -> Path | None:
+    """The unpacked original tarball of Debian's source package PACKAGE, fetched once into
+    CACHE (default: a folder per package in the temp dir, or $GIGI_SRC_CACHE/PACKAGE): the
+    folder that holds MARKER (a path relative to the tree, such as ``src/object.c``). None,
+    with why on stderr, when apt cannot get it."""
+    root = os.environ.get("GIGI_SRC_CACHE")
+    cache = cache or (Path(root) if root else Path(tempfile.gettempdir())) / f"gigi-src-{package}"
+
+    def found() -> Path | None:
+        if not cache.exists():
+            return None
+        hit = next(iter(sorted(cache.glob(f"*/{marker}"))), None)
+        return Path(str(hit)[: -len(marker)]).resolve() if hit else None
+
+    if (tree := found()) is not None:
+        return tree
+    if not _add_deb_src():
+        print("cannot add a deb-src entry to apt's sources", file=sys.stderr)
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    # the newest version first; an older one where a mirror lacks it (a security suite's
+    # index can name files its pool no longer has)
+    listed = subprocess.run(["apt-cache", "showsrc", package], capture_output=True, text=True)
+    versions = sorted(set(re.findall(r"^Version: (\S+)", listed.stdout, re.M)), reverse=True)
+    for spec in [package, *(f"{package}={v}" for v in versions)]:
+        got = subprocess.run(
+            ["apt-get", "source", "--download-only", "-qq", spec],
+            cwd=cache,
+            capture_output=True,
+            text=True,
+        )
+        if got.returncode == 0:
+            break
+    else:
+        print(got.stderr, file=sys.stderr)
+        return None
+    for orig in sorted(cache.glob(f"{package}_*.orig.tar.*")):
+        if "orig-" in orig.name or orig.suffix == ".asc":  # docs, a website; a signature
+            continue
+        with tarfile.open(orig) as tar:
+            tar.extractall(cache, filter="data")
+    return found()

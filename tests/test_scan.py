@@ -13,6 +13,7 @@ import pytest
 from gigi.cli import main
 from gigi.scan import builtin_include_dir, scan, write
 from gigi.scan._labels import evaluate, load_labels
+from gigi.scan._parse import ScanError
 from gigi.schema import SITES, normalize_batch
 
 CORPUS = Path(__file__).parent / "scan_corpus"
@@ -285,3 +286,38 @@ def test_llm_needs_an_endpoint(tmp_path, monkeypatch, capsys):
     code = main(["scan", str(CORPUS), "--out", str(tmp_path), "--llm", "openai", "--model", "m"])
     assert code == 2
     assert "needs an endpoint" in capsys.readouterr().err
+
+
+def test_a_tree_without_a_build_finds_its_headers_and_scans_only_what_is_named(tmp_path):
+    """No compile commands: a header in another folder is found for a quoted include, and
+    ``only`` scans the files named, with the headers they include."""
+    (tmp_path / "include").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "include" / "pool.h").write_text("struct pool { int used; int capacity; };\n")
+    (tmp_path / "src" / "pool.c").write_text('#include "pool.h"\nint f(void) { return 0; }\n')
+    (tmp_path / "src" / "other.c").write_text("int g(void) { return 1; }\n")
+    r = scan(tmp_path, only=["src/pool.c"], jobs=1)
+    assert r.stats["diagnostics"] == 0
+    assert {u.file for u in r.units} == {"src/pool.c", "include/pool.h"}
+    with pytest.raises(ScanError, match="no source file src/none.c"):
+        scan(tmp_path, only=["src/none.c"], jobs=1)
+
+
+def test_the_real_codebases_labels_are_well_formed():
+    """tests/scan_real: what bench/scan_eval.py scores the scanner against."""
+    import json
+
+    seen = 0
+    for path in sorted((CORPUS.parent / "scan_real").glob("*.json")):
+        labels = json.loads(path.read_text())
+        for key in ("codebase", "package", "marker", "files", "functions", "decoys"):
+            assert key in labels, (path.name, key)
+        assert labels["marker"] in labels["files"] or labels["files"], path.name
+        named = [(f["file"], f["function"]) for f in labels["functions"]]
+        decoys = [(d["file"], d["function"]) for d in labels["decoys"]]
+        assert len(set(named)) == len(named) and not set(named) & set(decoys), path.name
+        for f in labels["functions"]:
+            assert f["file"] in labels["files"] and f["kinds"] and f["why"], (path.name, f)
+            assert set(f["kinds"]) <= {"WAIT", "ACQUIRE", "USE", "RELEASE"}, (path.name, f)
+        seen += 1
+    assert seen >= 4

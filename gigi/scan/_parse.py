@@ -192,11 +192,14 @@ def default_flags(language: str) -> list[str]:
 def compile_flags(path: Path, root: Path, commands: dict[str, list[str]] | None) -> list[str]:
     """The flags for one file: its compile_commands.json entry when there is one (compiler,
     output and the file itself left out); for a file without one (a header, most often) the
-    entry of the nearest file that has one, as clangd interpolates; else defaults. Always the
-    builtin headers."""
+    entry of the nearest file that has one, as clangd interpolates; else defaults, with every
+    folder of the tree that holds headers searched for ``#include "..."`` (a tree not built,
+    whose headers live apart from its sources: include/, src/core/). Always the builtin
+    headers."""
     language = SOURCE_SUFFIXES.get(path.suffix, "c")
     if not commands:
-        return default_flags(language) + ["-I", str(path.parent), "-I", str(root)]
+        quoted = [a for d in header_dirs(str(root)) for a in ("-iquote", d)]
+        return default_flags(language) + ["-I", str(path.parent), "-I", str(root), *quoted]
     own = str(path.resolve())
     donor = own if own in commands else _nearest(own, commands)
     keep: list[str] = []
@@ -213,6 +216,24 @@ def compile_flags(path: Path, root: Path, commands: dict[str, list[str]] | None)
         keep.append(a)
     inc = builtin_include_dir()
     return keep + (["-isystem", inc] if inc else [])
+
+
+@functools.lru_cache(maxsize=8)
+def header_dirs(root: str) -> tuple[str, ...]:
+    """The folders under ROOT that hold C or C++ headers, shallowest first (hidden ones left
+    out): searched only for quoted includes, so that a platform's stand-in for a system
+    header (port/win32/sys/socket.h) never shadows the system's own."""
+    top = Path(root)
+    if not top.is_dir():
+        return ()
+    found = {
+        p.parent
+        for p in top.rglob("*")
+        if p.suffix in HEADER_SUFFIXES
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(top).parts)
+    }
+    return tuple(str(d) for d in sorted(found, key=lambda d: (len(d.parts), str(d))))
 
 
 def _nearest(file: str, commands: dict[str, list[str]]) -> str:

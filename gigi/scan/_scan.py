@@ -87,10 +87,19 @@ def scan(
     backend=None,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    only: list[str] | None = None,
 ) -> ScanResult:
-    """Scan a source tree. ``backend`` proposes resources and events (``None``: offline)."""
+    """Scan a source tree. ``backend`` proposes resources and events (``None``: offline).
+    ``only`` names the files to scan (paths under ``src``); the rest of the tree is still
+    there for their includes."""
     root = Path(src)
     files = source_files(root)
+    if only is not None:
+        wanted = {os.path.normpath(f) for f in only}
+        files = [p for p in files if os.path.relpath(p, root) in wanted]
+        missing = wanted - {os.path.relpath(p, root) for p in files}
+        if missing:
+            raise ScanError(f"{root}: no source file {sorted(missing)[0]}")
     if not files:
         raise ScanError(f"{root}: no C or C++ source files")
     base = root if root.is_dir() else root.parent
@@ -113,6 +122,9 @@ def scan(
     for u in _parse_all(alone, base, commands, jobs, progress, done, len(files)):
         by_file[u.file] = u
     order = {unit_name(p, base): i for i, p in enumerate(files)}
+    if only is not None:  # and the tree's headers those files include
+        for name in by_file:
+            order.setdefault(name, len(order))
     units = sorted((u for f, u in by_file.items() if f in order), key=lambda u: order[u.file])
     parse_s = time.perf_counter() - t0
     records = [r for u in units for r in u.records]

@@ -1,68 +1,26 @@
 """Fetch SQLite's source tree from Debian's source packages (package ``sqlite3``) into a cache
-directory, once: a deb-src entry is added beside the machine's own apt sources (same mirrors,
-same suites), the source package downloaded with ``apt-get source --download-only``, and its
-original tarball unpacked here. Returns the tree's path, or None when apt cannot do it."""
+directory, once (``tests/debian.py``'s ``source_tree``), and prepare it for a scan or a build.
+``sqlite_tree`` returns the tree's path, or None when apt cannot fetch it."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-SOURCES_DIR = Path("/etc/apt/sources.list.d")
-OURS = SOURCES_DIR / "gigi-deb-src.sources"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def _add_deb_src() -> bool:
-    if OURS.exists():
-        return True
-    stanzas = []
-    for f in sorted(SOURCES_DIR.glob("*.sources")):
-        if f == OURS:
-            continue
-        for block in f.read_text().split("\n\n"):
-            if re.search(r"^Types:.*\bdeb\b", block, re.M) and "deb-src" not in block:
-                stanzas.append(re.sub(r"^Types:.*$", "Types: deb-src", block.strip(), flags=re.M))
-    if not stanzas:
-        return False
-    try:
-        OURS.write_text("\n\n".join(stanzas) + "\n")
-    except OSError:
-        return False
-    return subprocess.run(["apt-get", "update", "-qq"], capture_output=True).returncode == 0
+from debian import source_tree  # noqa: E402
 
 
 def sqlite_tree(cache: Path | None = None) -> Path | None:
     cache = cache or Path(
         os.environ.get("GIGI_SQLITE_CACHE", Path(tempfile.gettempdir()) / "gigi-sqlite-src")
     )
-    done = next(iter(sorted(cache.glob("*/src/pcache1.c"))), None) if cache.exists() else None
-    if done is not None:
-        return done.parent.parent
-    if not _add_deb_src():
-        return None
-    cache.mkdir(parents=True, exist_ok=True)
-    got = subprocess.run(
-        ["apt-get", "source", "--download-only", "-qq", "sqlite3"],
-        cwd=cache,
-        capture_output=True,
-        text=True,
-    )
-    if got.returncode != 0:
-        print(got.stderr, file=sys.stderr)
-        return None
-    orig = next(iter(sorted(cache.glob("sqlite3_*.orig.tar.*"))), None)
-    if orig is None:
-        return None
-    with tarfile.open(orig) as tar:
-        tar.extractall(cache, filter="data")
-    done = next(iter(sorted(cache.glob("*/src/pcache1.c"))), None)
-    return done.parent.parent if done else None
+    return source_tree("sqlite3", "src/pcache1.c", cache)
 
 
 if __name__ == "__main__":
