@@ -321,3 +321,77 @@ def test_the_real_codebases_labels_are_well_formed():
             assert set(f["kinds"]) <= {"WAIT", "ACQUIRE", "USE", "RELEASE"}, (path.name, f)
         seen += 1
     assert seen >= 4
+
+
+WRAPPERS = """
+#include <stdint.h>
+#include <string.h>
+#define PAGE_SIZE 4096
+typedef struct frame frame_t;
+typedef struct buf_pool buf_pool_t;
+struct frame { char data[PAGE_SIZE]; };
+frame_t *bp_get_page(buf_pool_t *bp, uint64_t page_no);
+void bp_release_page(buf_pool_t *bp, frame_t *f);
+
+/* thin wrappers, as real code has them: by return, through a local, and by a parameter */
+frame_t *bp_get_page_nowait(buf_pool_t *bp, uint64_t page_no) {
+    return bp_get_page(bp, page_no);
+}
+
+frame_t *bp_get_zeroed(buf_pool_t *bp, uint64_t page_no) {
+    frame_t *f = bp_get_page(bp, page_no);
+    memset(f->data, 0, PAGE_SIZE);
+    return f;
+}
+
+frame_t *bp_get_twice(buf_pool_t *bp, uint64_t page_no) {
+    return bp_get_zeroed(bp, page_no);
+}
+
+void bp_put(buf_pool_t *bp, void *frame) {
+    if (frame)
+        bp_release_page(bp, (frame_t *)(frame));
+}
+
+/* not wrappers: one that keeps the page to itself, one that releases in a loop, one that
+   releases only when some state says so, and a file's own helper */
+int bp_checksum(buf_pool_t *bp, uint64_t page_no) {
+    frame_t *f = bp_get_page(bp, page_no);
+    int sum = f->data[0];
+    return sum;
+}
+
+void bp_put_all(buf_pool_t *bp, frame_t **frames, int n) {
+    for (int i = 0; i < n; i++)
+        bp_release_page(bp, frames[i]);
+}
+
+void bp_put_if_clean(buf_pool_t *bp, frame_t *f) {
+    if (f->data[0] == 0)
+        bp_release_page(bp, f);
+}
+
+static frame_t *get_quietly(buf_pool_t *bp, uint64_t page_no) {
+    return bp_get_page(bp, page_no);
+}
+
+frame_t *bp_get_quietly(buf_pool_t *bp) { return get_quietly(bp, 0); }
+"""
+
+
+def test_a_thin_wrapper_performs_its_callees_event(tmp_path):
+    (tmp_path / "buffer_pool.c").write_text((CORPUS / "buffer_pool.c").read_text())
+    (tmp_path / "wrappers.c").write_text(WRAPPERS)
+    r = scan(tmp_path, jobs=1)
+    kinds: dict[str, set[str]] = {}
+    for c in r.verified():
+        if c.file == "wrappers.c" and c.origin == "wrapper":
+            kinds.setdefault(c.function, set()).add(c.kind)
+    assert kinds == {
+        "bp_get_page_nowait": {"ACQUIRE"},
+        "bp_get_zeroed": {"ACQUIRE"},  # through the local it returns
+        "bp_get_twice": {"ACQUIRE"},  # a wrapper of a wrapper
+        "bp_put": {"RELEASE"},  # through a cast, behind a test of its parameter
+    }
+    sites = [c for c in r.verified() if c.function == "bp_get_page_nowait"]
+    assert [c.origin for c in sites if c.kind == "ACQUIRE"] == ["wrapper"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -177,6 +178,7 @@ def scan(
     results = _waits_for_what_they_retry(results, functions, names)
     results = _objects_through_calls(results, functions)
     results = _waits_on_what_they_missed(results, functions, names, own, declared)
+    results = _through_wrappers(results, functions)
     verify_s = time.perf_counter() - t2
     stats = {
         "files": len(files),
@@ -308,6 +310,110 @@ def _objects_through_calls(results: list, functions: dict) -> list:
                     break
         out.append((c, ok, why))
     return out
+
+
+WRAPPER_LINES = 30  # a wrapper is short: its job is the call
+# calls that check or report, not work: a wrapper may make them beside its one call
+CHECKS = re.compile(r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$", re.I)
+
+
+def _through_wrappers(results: list, functions: dict, rounds: int = 3) -> list:
+    """A thin wrapper performs its callee's event: a short function of the interface (not a
+    file's static helper, whose events are its callers') that makes one call beside checks
+    and either returns what that call ACQUIREs (in the return itself, or through a local it
+    returns: ngx_pcalloc's ``p = ngx_palloc(...)``), or hands it one of its own parameters to
+    RELEASE, unconditionally or behind a test of its parameters alone (``if (p)``). Outside
+    any loop; proposed at the call, callers of callers too, up to ``rounds`` deep; a function
+    the scan already gave an event of that kind keeps its own. The instrumenter records the
+    outermost of nested events of one kind and resource, so a wrapper's event and its
+    callee's are one."""
+    kinds_of: dict[str, set[str]] = {}
+    events: dict[str, dict[str, set[str]]] = {}  # function -> kind -> resources
+    for c, ok, _ in results:
+        if ok:
+            kinds_of.setdefault(c.function, set()).add(c.kind)
+            if c.kind in ("ACQUIRE", "RELEASE"):
+                events.setdefault(c.function, {}).setdefault(c.kind, set()).add(c.resource)
+    added = []
+    for _ in range(rounds):
+        new: dict[str, dict[str, set[str]]] = {}
+        for fn in functions.values():
+            work = [c for c in fn.calls if not CHECKS.search(c.callee)]
+            if fn.internal or fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
+                continue
+            params = {n for _, n in fn.params if n}
+            for call in work:
+                got = events.get(call.callee)
+                if not got or call.indirect or call.loops or call.callee == fn.name:
+                    continue
+                for kind, resources in got.items():
+                    if kind in kinds_of.get(fn.name, ()):
+                        continue
+                    if kind == "ACQUIRE":
+                        fits = _returns_result_of(fn, call.callee)
+                        how = f"returns what {call.callee} acquires"
+                    else:
+                        fits = any(_bare(a) in params for a in call.args) and _unconditional(
+                            fn, call
+                        )
+                        how = f"hands its parameter to {call.callee}, which releases it"
+                    if not fits:
+                        continue
+                    kinds_of.setdefault(fn.name, set()).add(kind)
+                    for res in sorted(resources):
+                        new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
+                        c = Candidate(
+                            fn.file,
+                            fn.name,
+                            call.line,
+                            kind,
+                            res,
+                            "",
+                            "1",
+                            "wrapper",
+                            f"a thin wrapper: it {how}",
+                        )
+                        added.append((c, True, f"verified: a thin wrapper that {how}"))
+        if not new:
+            break
+        for name, kinds in new.items():
+            for kind, resources in kinds.items():
+                events.setdefault(name, {}).setdefault(kind, set()).update(resources)
+    return results + added
+
+
+def _bare(arg: str) -> str:
+    """An argument without the casts in front of it or the parentheses around it:
+    ``(void *) ptr`` and ``(void *)(ptr)`` are ``ptr``."""
+    arg = arg.strip()
+    while True:
+        m = re.match(r"\(\s*[A-Za-z_][\w\s]*\**\s*\)\s*(?=\S)", arg)
+        if not m:
+            break
+        arg = arg[m.end() :]
+    while arg.startswith("(") and arg.endswith(")"):
+        arg = arg[1:-1].strip()
+    return arg
+
+
+def _unconditional(fn, call) -> bool:
+    """Whether CALL runs whenever FN does, but for tests of FN's own locals and parameters
+    (``if (p)``): a branch on the state of something else makes it a decision, not a
+    wrapper's one call."""
+    on_path = set(call.path)
+    return all(
+        not b.cond_members and not b.cond_calls for b in fn.branches if (b.if_id, b.side) in on_path
+    )
+
+
+def _returns_result_of(fn, callee: str) -> bool:
+    """Whether FN returns the result of calling CALLEE: in the return itself, or through a
+    local the call's result was assigned to."""
+    held = {a.target for a in fn.assigns if callee in a.calls and "." not in a.target}
+    for _, reads, text in fn.returns:
+        if re.search(rf"\b{re.escape(callee)}\s*\(", text) or held & set(reads):
+            return True
+    return False
 
 
 def _at_the_interface(results: list, functions: dict) -> list:
