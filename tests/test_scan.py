@@ -395,3 +395,48 @@ def test_a_thin_wrapper_performs_its_callees_event(tmp_path):
     }
     sites = [c for c in r.verified() if c.function == "bp_get_page_nowait"]
     assert [c.origin for c in sites if c.kind == "ACQUIRE"] == ["wrapper"]
+
+
+LOCK_API = """
+#include <pthread.h>
+#include <semaphore.h>
+typedef struct { pthread_mutex_t m; } my_mutex_t;
+typedef sem_t my_sem_t;
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static long hits;
+
+/* a lock API: each function's job is one call to the platform's locks */
+void my_mutex_lock(pthread_mutex_t *mutex) {
+    if (pthread_mutex_lock(mutex))
+        abort();
+}
+void my_mutex_unlock(pthread_mutex_t *mutex) { pthread_mutex_unlock(mutex); }
+void my_sem_wait(sem_t *sem) { sem_wait(sem); }
+void my_sem_post(sem_t *sem) { sem_post(sem); }
+void stats_lock_take(void) { pthread_mutex_lock(&stats_lock); }
+void stats_lock_give(void) { pthread_mutex_unlock(&stats_lock); }
+
+/* not a lock API: the lock guards the function's own work */
+void count_hit(void) {
+    pthread_mutex_lock(&stats_lock);
+    hits++;
+    pthread_mutex_unlock(&stats_lock);
+}
+"""
+
+
+def test_a_lock_api_hands_out_its_lock(tmp_path):
+    (tmp_path / "locks.c").write_text(LOCK_API)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.resource) for c in r.verified() if c.origin == "lock api"}
+    assert got == {
+        ("my_mutex_lock", "ACQUIRE", "pthread_mutex_t"),
+        ("my_mutex_unlock", "RELEASE", "pthread_mutex_t"),
+        ("my_sem_wait", "WAIT", "sem_t"),
+        ("my_sem_wait", "ACQUIRE", "sem_t"),
+        ("my_sem_post", "RELEASE", "sem_t"),
+        ("stats_lock_take", "ACQUIRE", "stats_lock"),
+        ("stats_lock_give", "RELEASE", "stats_lock"),
+    }
+    sharing = {g.name: g.sharing for g in r.resources}
+    assert sharing["pthread_mutex_t"] == "exclusive" and sharing["sem_t"] == "pool"

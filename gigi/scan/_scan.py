@@ -178,6 +178,9 @@ def scan(
     results = _waits_for_what_they_retry(results, functions, names)
     results = _objects_through_calls(results, functions)
     results = _waits_on_what_they_missed(results, functions, names, own, declared)
+    locks, held = _lock_functions(functions, names)
+    results += held
+    guesses += locks
     results = _through_wrappers(results, functions)
     verify_s = time.perf_counter() - t2
     stats = {
@@ -315,6 +318,82 @@ def _objects_through_calls(results: list, functions: dict) -> list:
 WRAPPER_LINES = 30  # a wrapper is short: its job is the call
 # calls that check or report, not work: a wrapper may make them beside its one call
 CHECKS = re.compile(r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$", re.I)
+# the platform's locks: what a call to each does to the lock it is handed
+LOCK_PRIMITIVES = {
+    "pthread_mutex_lock": ("ACQUIRE",),
+    "pthread_mutex_trylock": ("ACQUIRE",),
+    "pthread_mutex_timedlock": ("ACQUIRE",),
+    "pthread_mutex_unlock": ("RELEASE",),
+    "pthread_spin_lock": ("ACQUIRE",),
+    "pthread_spin_trylock": ("ACQUIRE",),
+    "pthread_spin_unlock": ("RELEASE",),
+    "pthread_rwlock_rdlock": ("ACQUIRE",),
+    "pthread_rwlock_wrlock": ("ACQUIRE",),
+    "pthread_rwlock_tryrdlock": ("ACQUIRE",),
+    "pthread_rwlock_trywrlock": ("ACQUIRE",),
+    "pthread_rwlock_timedrdlock": ("ACQUIRE",),
+    "pthread_rwlock_timedwrlock": ("ACQUIRE",),
+    "pthread_rwlock_unlock": ("RELEASE",),
+    "sem_wait": ("WAIT", "ACQUIRE"),
+    "sem_timedwait": ("WAIT", "ACQUIRE"),
+    "sem_trywait": ("ACQUIRE",),
+    "sem_post": ("RELEASE",),
+    "pthread_cond_wait": ("WAIT",),
+    "pthread_cond_timedwait": ("WAIT",),
+}
+
+
+def _lock_functions(functions: dict, names: dict) -> tuple[list, list]:
+    """A function of the interface whose job is one call to the platform's locks (a lock
+    API: ``uv_mutex_lock``, a ``slabs_lock`` taken for callers) hands that lock out: its
+    ACQUIRE, RELEASE or WAIT, on the lock named by what it is handed (a parameter's type, or a
+    global). Inside a function among other work the same call only guards that work, and
+    stays unrecorded. Returns the locks as resources, and their verified sites."""
+    guesses: dict[str, ResourceGuess] = {}
+    out = []
+    for fn in functions.values():
+        work = [c for c in fn.calls if not CHECKS.search(c.callee)]
+        if fn.internal or fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
+            continue
+        prims = [c for c in work if c.callee in LOCK_PRIMITIVES]
+        if len(prims) != 1 or prims[0].loops or not _unconditional(fn, prims[0]):
+            continue
+        call = prims[0]
+        lock = _lock_name(fn, call.args[0] if call.args else "")
+        if not lock:
+            continue
+        if lock not in names and lock not in guesses:
+            sharing = "shared" if "rwlock" in call.callee else "exclusive"
+            if call.callee.startswith("sem_"):
+                sharing = "pool"
+            guesses[lock] = ResourceGuess(
+                lock,
+                fn.file,
+                fn.line,
+                sharing,
+                "",
+                [],
+                1.0,
+                [f"handed out by {fn.name} through {call.callee}"],
+            )
+        for kind in LOCK_PRIMITIVES[call.callee]:
+            why = f"its job is {call.callee} on {lock}"
+            c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "lock api", why)
+            out.append((c, True, f"verified: {why}"))
+    return list(guesses.values()), out
+
+
+def _lock_name(fn, arg: str) -> str:
+    """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
+    or a global's name (``&slabs_lock``); "" for anything else (a member, an expression)."""
+    name = _bare(arg).lstrip("&").strip()
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return ""
+    for ctype, pname in fn.params:
+        if pname == name:
+            base = ctype.split("|")[0].replace("const", "").replace("*", "").strip()
+            return base if re.fullmatch(r"[A-Za-z_]\w*", base) else ""
+    return "" if name in fn.locals else name
 
 
 def _through_wrappers(results: list, functions: dict, rounds: int = 3) -> list:
