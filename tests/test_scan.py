@@ -440,3 +440,51 @@ def test_a_lock_api_hands_out_its_lock(tmp_path):
     }
     sharing = {g.name: g.sharing for g in r.resources}
     assert sharing["pthread_mutex_t"] == "exclusive" and sharing["sem_t"] == "pool"
+
+
+ALLOCATOR = """
+#include <stdlib.h>
+#include <string.h>
+#define PREFIX sizeof(size_t)
+static size_t used;
+
+static void *try_alloc_internal(size_t size) {
+    void *ptr = malloc(size + PREFIX);
+    if (!ptr) return NULL;
+    *(size_t *)ptr = size;
+    used += size;
+    return (char *)ptr + PREFIX;
+}
+void *my_alloc(size_t size) {
+    void *p = try_alloc_internal(size);
+    if (!p) abort();
+    return p;
+}
+void my_free(void *ptr) {
+    if (ptr == NULL) return;
+    char *real = (char *)ptr - PREFIX;
+    used -= *(size_t *)real;
+    free(real);
+}
+/* not allocators: memory kept to itself, and a report */
+size_t my_checksum(const char *s) {
+    char *copy = strdup(s);
+    size_t n = strlen(copy);
+    free(copy);
+    return n;
+}
+size_t my_used(void) { return used; }
+"""
+
+
+def test_an_allocator_that_counts_takes_and_gives_back_its_budget(tmp_path):
+    (tmp_path / "alloc.c").write_text(ALLOCATOR)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.resource) for c in r.verified() if c.origin != "heuristic"}
+    assert {
+        ("try_alloc_internal", "ACQUIRE", "used"),  # what malloc gave, through a local
+        ("my_alloc", "ACQUIRE", "used"),  # its wrapper
+        ("my_free", "RELEASE", "used"),  # a pointer made from its parameter
+    } <= got
+    assert not {f for f, _, _ in got} & {"my_checksum", "my_used"}  # no budget; a report
+    assert {g.name: g.sharing for g in r.resources}["used"] == "pool"

@@ -179,8 +179,9 @@ def scan(
     results = _objects_through_calls(results, functions)
     results = _waits_on_what_they_missed(results, functions, names, own, declared)
     locks, held = _lock_functions(functions, names)
-    results += held
-    guesses += locks
+    heap, allocated = _allocator_functions(functions, names)
+    results += held + allocated
+    guesses += locks + heap
     results = _through_wrappers(results, functions)
     verify_s = time.perf_counter() - t2
     stats = {
@@ -381,6 +382,89 @@ def _lock_functions(functions: dict, names: dict) -> tuple[list, list]:
             c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "lock api", why)
             out.append((c, True, f"verified: {why}"))
     return list(guesses.values()), out
+
+
+# the C library's memory: what a call to each does to the heap
+MEMORY_PRIMITIVES = {
+    "malloc": ("ACQUIRE",),
+    "calloc": ("ACQUIRE",),
+    "aligned_alloc": ("ACQUIRE",),
+    "valloc": ("ACQUIRE",),
+    "memalign": ("ACQUIRE",),
+    "strdup": ("ACQUIRE",),
+    "strndup": ("ACQUIRE",),
+    "realloc": ("ACQUIRE", "RELEASE"),
+    "reallocf": ("ACQUIRE", "RELEASE"),
+    "free": ("RELEASE",),
+}
+ATOMIC_COUNT = re.compile(r"atomic.*(add|sub|inc|dec)|fetch_(add|sub)|(add|sub)_fetch", re.I)
+
+
+def _allocator_functions(functions: dict, names: dict) -> tuple[list, list]:
+    """A memory budget the application keeps: a short function whose job is one call to the
+    C library's memory functions, and which counts what it takes or gives back (``used +=
+    size``, an atomic add to ``used_memory``), returning what it allocates or handing back a
+    pointer it was given (or one made from it: ``free((char *)ptr - PREFIX)``), is that
+    count's ACQUIRE or RELEASE. A plain ``strdup`` keeps no budget and is no event. Its own
+    file's helpers too (``ztrymalloc_usable_internal``): the interface's wrappers of them take
+    their event from them. Returns the budgets as resources, and the sites."""
+    out = []
+    guesses: dict[str, ResourceGuess] = {}
+    for fn in functions.values():
+        work = [c for c in fn.calls if not CHECKS.search(c.callee)]
+        if fn.end_line - fn.line > WRAPPER_LINES:
+            continue
+        prims = [c for c in work if c.callee in MEMORY_PRIMITIVES]
+        if len(prims) != 1 or prims[0].loops:
+            continue
+        call = prims[0]
+        budget = _counted(fn)
+        if not budget:
+            continue
+        kinds = MEMORY_PRIMITIVES[call.callee]
+        gives = "RELEASE" in kinds and any(_from_params(fn, a) for a in call.args[:1])
+        takes = "ACQUIRE" in kinds and _returns_result_of(fn, call.callee)
+        for kind, fits in (("ACQUIRE", takes), ("RELEASE", gives)):
+            if fits and (kind == "ACQUIRE" or _unconditional(fn, call)):
+                why = f"its job is {call.callee}, counted in {budget}"
+                c = Candidate(fn.file, fn.name, call.line, kind, budget, "", "1", "allocator", why)
+                out.append((c, True, f"verified: {why}"))
+                if budget not in names and budget not in guesses:
+                    guesses[budget] = ResourceGuess(
+                        budget,
+                        fn.file,
+                        fn.line,
+                        "pool",
+                        "bytes",
+                        [],
+                        1.0,
+                        [f"memory counted by {fn.name} as it calls {call.callee}"],
+                    )
+    return list(guesses.values()), out
+
+
+def _counted(fn) -> str:
+    """What FN counts memory in: a global or a member it adds to or takes from (``+=``,
+    ``-=``, an atomic add or subtract), or "" when it counts nothing."""
+    for a in fn.assigns:
+        if a.op in ("+=", "-=") and a.target not in fn.locals and a.target:
+            return a.target
+    for c in fn.calls:
+        if ATOMIC_COUNT.search(c.callee) and c.args:
+            name = _bare(c.args[0]).lstrip("&").strip()
+            if re.fullmatch(r"[A-Za-z_]\w*", name) and name not in fn.locals:
+                return name
+    return ""
+
+
+def _from_params(fn, arg: str) -> bool:
+    """Whether ARG is one of FN's parameters, or a local made from one."""
+    params = {n for _, n in fn.params if n}
+    name = _bare(arg)
+    if name in params:
+        return True
+    made = {a.target for a in fn.assigns if set(a.sources) & params and "." not in a.target}
+    return name in made
 
 
 def _lock_name(fn, arg: str) -> str:
