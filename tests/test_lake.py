@@ -47,6 +47,26 @@ def recorded(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     return base / "store", base / "lake", ids
 
 
+def _differences(want, got, path: str = "") -> list[str]:
+    """Where two diagnoses (or their JSON) differ, as path: want != got, for a failure that
+    says what moved (a test's -q output shows only the first level)."""
+    if hasattr(want, "to_json"):
+        want, got = want.to_json(), got.to_json()
+    if isinstance(want, dict) and isinstance(got, dict):
+        return [
+            d
+            for k in sorted(set(want) | set(got), key=str)
+            for d in _differences(want.get(k), got.get(k), f"{path}.{k}")
+        ]
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        return [
+            d
+            for i, (a, b) in enumerate(zip(want, got, strict=True))
+            for d in _differences(a, b, f"{path}[{i}]")
+        ]
+    return [] if want == got else [f"{path}: {want!r:.300} != {got!r:.300}"]
+
+
 @pytest.fixture(scope="module")
 def days_lake(tmp_path_factory) -> Path:
     """A trace on a wall clock over three days (one ACQUIRE, WAIT and RELEASE an hour), put
@@ -98,7 +118,7 @@ def test_duckdb_over_the_lake_finds_what_the_store_finds(recorded):
     for name, trace in ids.items():
         want = diagnose(store, trace=trace).to_json()
         got = diagnose_lake(lake, trace=trace).to_json()
-        assert got == want, name
+        assert got == want, (name, _differences(want, got))
         truth = get(name).truth
         assert (got["findings"][0]["failure_mode"], got["findings"][0]["resource"]) == (
             truth.failure_mode,
@@ -154,7 +174,7 @@ def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded
         assert len(want.con.sql("SELECT * FROM metrics_blame").fetchall()) > 0
         for stretches in (1, 7, 64):
             got = diagnose_lake(lake, trace=ids[name], stretches=stretches)
-            assert got.to_json() == want.to_json(), (name, stretches)
+            assert got.to_json() == want.to_json(), (name, stretches, _differences(want, got))
             a, b = metrics(got), metrics(want)
             for table in keyed:
                 if table != "metrics_blame":
@@ -629,7 +649,7 @@ def test_spark_finds_what_duckdb_finds(recorded, spark):
     for name in ("pg-wal-buffers", "mdev-34989"):
         want = diagnose(store, trace=ids[name]).to_json()
         got = diagnose_lake(lake, trace=ids[name], engine="spark", spark=spark).to_json()
-        assert got == want, name
+        assert got == want, (name, _differences(want, got))
         assert got["findings"][0]["failure_mode"] == get(name).truth.failure_mode
     # a window and a resource: the same narrowed trace on both engines
     m = open_lake(lake, ids["mdev-34989"]).manifest
@@ -677,7 +697,7 @@ def test_spark_finds_the_broken_rules_duckdb_finds(tmp_path, spark):
     assert [f["failure_mode"] for f in want["findings"]] == ["inconsistent_state"]
     assert want["findings"][0]["culprit_tasks"] == [1, 2]
     got = diagnose_lake(tmp_path / "lake", engine="spark", spark=spark).to_json()
-    assert got == want
+    assert got == want, _differences(want, got)
 
 
 @pytest.mark.slow
@@ -693,7 +713,7 @@ def test_spark_cuts_a_large_trace_into_many_partitions(recorded, spark, monkeypa
     want = diagnose(store, trace=ids["mdev-34989"]).to_json()
     assert int(eng.spark.conf.get("spark.sql.shuffle.partitions")) == want["events"] // 16 > 2
     got = diagnose_lake(lake, trace=ids["mdev-34989"], engine="spark", spark=spark).to_json()
-    assert got == want
+    assert got == want, _differences(want, got)
 
 
 @pytest.mark.slow
