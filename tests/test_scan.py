@@ -488,3 +488,48 @@ def test_an_allocator_that_counts_takes_and_gives_back_its_budget(tmp_path):
     } <= got
     assert not {f for f, _, _ in got} & {"my_checksum", "my_used"}  # no budget; a report
     assert {g.name: g.sharing for g in r.resources}["used"] == "pool"
+
+
+SLABS = """
+#include <stddef.h>
+/* size classes of fixed-size chunks, each with an untyped free list and a count */
+typedef struct _item { struct _item *next; struct _item *prev; int refcount; char data[]; } item;
+typedef struct {
+    unsigned int size;
+    void *slots;            /* the free chunks */
+    unsigned int sl_curr;   /* how many are free */
+} slabclass_t;
+static slabclass_t slabclass[64];
+
+void *slab_alloc(unsigned int id) {
+    slabclass_t *p = &slabclass[id];
+    void *ret = NULL;
+    item *it = NULL;
+    if (p->sl_curr != 0) {
+        it = (item *)p->slots;
+        p->slots = it->next;
+        p->sl_curr--;
+        ret = (void *)it;
+    }
+    return ret;
+}
+
+void slab_free(void *ptr, unsigned int id) {
+    slabclass_t *p = &slabclass[id];
+    item *it = (item *)ptr;
+    it->next = p->slots;
+    p->slots = it;
+    p->sl_curr++;
+}
+"""
+
+
+def test_size_classes_with_an_untyped_free_list_are_a_pool(tmp_path):
+    """A ``void *`` free list gets its element type from the code that pops and pushes it,
+    and a pointer named ``ret`` is what the allocator hands out, not a status code."""
+    (tmp_path / "slabs.c").write_text(SLABS)
+    r = scan(tmp_path, jobs=1)
+    pool = {g.name: g for g in r.resources}["slabclass_t"]
+    assert pool.sharing == "pool" and pool.elements == ["_item"]
+    got = {(c.function, c.kind) for c in r.verified() if c.resource == "slabclass_t"}
+    assert {("slab_alloc", "ACQUIRE"), ("slab_free", "RELEASE")} <= got

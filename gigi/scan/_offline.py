@@ -45,6 +45,12 @@ FREE_LIST = re.compile(r"free|lru|avail|idle|unused|spare|recycl|pool|empty|cach
 STATUS = re.compile(r"^(rc|ret|err|errcode|status)$")
 
 
+def is_status(fn: Function, local: str) -> bool:
+    """Whether a local is a status code: named as one, and not a pointer (``void *ret`` is
+    what an allocator hands out)."""
+    return bool(STATUS.match(local)) and "*" not in fn.locals.get(local, "")
+
+
 def record_pattern(record: str) -> re.Pattern:
     """A type that names the record: ``frame``, ``frame_t``, ``struct frame *``."""
     return re.compile(rf"\b{re.escape(record)}(_t)?\b")
@@ -184,6 +190,56 @@ def members_by_record(members: list[Member]) -> dict[str, list[Member]]:
     for m in members:
         by_record.setdefault(m.record, []).append(m)
     return by_record
+
+
+def list_elements(functions, members: list[Member]) -> int:
+    """Give an untyped free list its element type, read from the code that pops and pushes
+    it: ``it = (item *) p->slots; p->slots = it->next`` pops ``_stritem``s off the
+    ``void *slots`` of slabclass_t, and ``it->next = p->slots; p->slots = it`` pushes one.
+    Such a member then lists the record's units, as a typed one does. Returns how many
+    members it typed."""
+    untyped = {(m.record, m.name): m for m in members if not m.element and "*" in m.type}
+    typed = 0
+    for fn in functions:
+        from_head: dict[str, set[str]] = {}  # local -> the heads it was read from
+        linked: dict[str, set[tuple[str, str]]] = {}  # local -> (head, its link's record)
+        for a in fn.assigns:
+            if "." not in a.target:
+                from_head.setdefault(a.target, set()).update(s for s in a.sources if "." in s)
+            elif a.target_base and "." not in a.target_base:
+                for s in a.sources:  # it->next = p->slots
+                    linked.setdefault(a.target_base, set()).add((s, a.target.split(".")[0]))
+        for a in fn.assigns:
+            head = tuple(a.target.split(".", 1))
+            if a.op != "=" or head not in untyped or untyped[head].element:
+                continue
+            element = ""
+            for s in a.sources:
+                if "." in s and s != a.target:  # pop: p->slots = it->next, it read from it
+                    local = [x for x in a.sources if "." not in x]
+                    if any(a.target in from_head.get(x, ()) for x in local):
+                        element = s.split(".")[0]
+                elif s in linked:  # push: p->slots = it, whose link was set to it
+                    element = next((r for h, r in linked[s] if h == a.target), "")
+                if element and element != head[0]:
+                    break
+            if element and element != head[0]:
+                untyped[head].element = element
+                typed += 1
+    return typed
+
+
+def pops_of(fn: Function, guess: ResourceGuess) -> list:
+    """Assignments that pop a unit off one of the resource's lists: the list's head set to the
+    link of the unit it held (``p->slots = it->next``), a link being a record's pointer to
+    its own kind."""
+    heads = links_of(guess)
+    self_links = {f"{m.record}.{m.name}" for m in guess.members if m.element == m.record}
+    return [
+        a
+        for a in fn.assigns
+        if a.op == "=" and a.target in heads and any(s in self_links for s in a.sources)
+    ]
 
 
 def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
@@ -328,6 +384,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         for c in fn.calls
         if re.search(r"compare_exchange|cas|test_and_set|exchange", c.callee, re.I)
     ]
+    pops = pops_of(fn, guess)
     # a member handed out is an object when it points to one (not a count or a mode)
     pointing = {f"{m.record}.{m.name}" for m in guess.members if m.element or "*" in m.type}
     returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(
@@ -340,8 +397,10 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     ]
     referenced = references_taken(fn, takes, set(objects))
     holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
-    if (takes or cas or locks) and (returns_object or referenced or ACQUIRE_NAME.search(short)):
-        line = max([a.line for a in takes] + [c.line for c in cas] + [c.line for c in locks])
+    if (takes or cas or locks or pops) and (
+        returns_object or referenced or ACQUIRE_NAME.search(short)
+    ):
+        line = max([a.line for a in takes + pops] + [c.line for c in cas] + [c.line for c in locks])
         amount = next(
             (a.text.split("+=")[-1].strip() for a in takes if a.op == "+=" and "+=" in a.text), "1"
         )
@@ -354,13 +413,15 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             + [srcs[0] for srcs in returned if len(srcs) == 1 and srcs[0] in fn.locals]
             + [srcs[0] for srcs in returned if srcs[0] in fn.locals]
         )
-        obj = next((x for x in candidates if not STATUS.match(x) and x not in holders_of), "")
+        obj = next((x for x in candidates if not is_status(fn, x) and x not in holders_of), "")
         obj = obj or (referenced[0].target_base if referenced else "")
         obj = obj or (lock_index(fn) if locking else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
     links = links_of(guess)
     obj = objects[-1] if objects else (lock_index(fn) if locking else "")
-    effects = release_effects(fn, mine, links, obj, locks=guess.sharing in ("shared", "exclusive"))
+    effects = release_effects(
+        fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free_heads(guess)
+    )
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if effects and (RELEASE_NAME.search(short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
@@ -563,14 +624,41 @@ class Effect:
     what: str  # count lowered, put back, freed, unlocked, handed to a release
 
 
+def free_heads(guess: ResourceGuess) -> set[str]:
+    """The resource's lists that hold units no one has: named so (a free list, an LRU of
+    unpinned pages), or untyped (``void *slots``: raw chunks, not live objects). Pushing onto
+    another list (the dirty pages) is bookkeeping, not a release."""
+    links = links_of(guess)
+    return {
+        f"{m.record}.{m.name}"
+        for m in guess.members
+        if f"{m.record}.{m.name}" in links
+        and (FREE_LIST.search(m.name) or re.match(r"^(const\s+)?void\s*\*", m.type))
+    }
+
+
 def release_effects(
-    fn: Function, mine: set[str], links: set[str], obj: str, locks: bool = True
+    fn: Function,
+    mine: set[str],
+    links: set[str],
+    obj: str,
+    locks: bool = True,
+    free: set[str] = frozenset(),
 ) -> list[Effect]:
     """Where the function gives units back: a count lowered, a flag cleared or a tail moved,
     an object put back on a list, free/put/delete, an unlock, or the object handed to a
     function named for releasing it."""
     # what can be put back: the object handed in, or any parameter when it is not known
     objects = {obj} if obj else {n for _, n in fn.params}
+    # units linked in front of a list's head (it->next = p->slots): pushed when the head is
+    # then set to them, whatever the list is named
+    linked = {
+        a.target_base
+        for a in fn.assigns
+        if _member_of(a.target, mine)
+        and a.target_base in fn.locals
+        and any(s in links and s != a.target for s in a.sources)
+    }
     out = []
     for a in fn.assigns:
         if not _member_of(a.target, mine):
@@ -578,6 +666,13 @@ def release_effects(
         member = a.target.split(".", 1)[1]
         if gives_units(a):
             out.append(Effect(a.line, a.path, "count lowered"))
+        elif (
+            a.op == "="
+            and a.target in free
+            and any(x in linked for x in a.sources)
+            and not any(lp.line <= a.line <= lp.end_line for lp in fn.loops)  # a list filled
+        ):
+            out.append(Effect(a.line, a.path, "put back"))
         elif a.op == "=" and (
             _falsy(a.text)
             and FLAG.search(member)

@@ -17,7 +17,9 @@ import pyarrow.parquet as pq
 from gigi.scan._offline import (
     Candidate,
     ResourceGuess,
+    free_heads,
     links_of,
+    list_elements,
     log_levels,
     owners,
     phase1,
@@ -132,6 +134,7 @@ def scan(
     members = [m for u in units for m in u.members]
     functions = {(f.file, f.name): f for u in units for f in u.functions}
     t1 = time.perf_counter()
+    list_elements(functions.values(), members)
     if backend is None:
         guesses = phase1(records, members)
     else:
@@ -160,7 +163,8 @@ def scan(
         fn = functions.get((c.file, c.function))
         g = names.get(c.resource)
         mine, links = (records_of(g), links_of(g)) if g else (set(), set())
-        v = verify(c, fn, mine, g is not None, links, g.level if g else "")
+        free = free_heads(g) if g else set()
+        v = verify(c, fn, mine, g is not None, links, g.level if g else "", free)
         results.append((c, v.ok, v.reason))
     # a function that acquires or releases touches the data as part of it: not a USE of its own
     moves = {
@@ -467,6 +471,9 @@ def _from_params(fn, arg: str) -> bool:
     return name in made
 
 
+C_SCALARS = {"void", "char", "int", "long", "short", "unsigned", "signed", "float", "double"}
+
+
 def _lock_name(fn, arg: str) -> str:
     """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
     or a global's name (``&slabs_lock``); "" for anything else (a member, an expression)."""
@@ -476,7 +483,8 @@ def _lock_name(fn, arg: str) -> str:
     for ctype, pname in fn.params:
         if pname == name:
             base = ctype.split("|")[0].replace("const", "").replace("*", "").strip()
-            return base if re.fullmatch(r"[A-Za-z_]\w*", base) else ""
+            plain = re.fullmatch(r"[A-Za-z_]\w*", base) and base not in C_SCALARS
+            return base if plain else ""  # a void * handed in names no lock
     return "" if name in fn.locals else name
 
 

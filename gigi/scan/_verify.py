@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from gigi.scan._offline import (
     BLOCKING,
     SLEEPS,
-    STATUS,
     Candidate,
     counted_up,
+    is_status,
     lock_calls,
     record_pattern,
     references_taken,
@@ -57,10 +57,12 @@ def verify(
     is_resource: bool,
     links: set[str],
     level: str = "",
+    free: set[str] = frozenset(),
 ) -> Verdict:
     """``mine``: the resource's records (its own and its objects'); ``links``: its members
     that list objects (free lists, slot arrays, maps), as ``record.member``; ``level``: for a
-    log counted by its end position, the path to that member."""
+    log counted by its end position, the path to that member; ``free``: the links that hold
+    units no one has (``gigi.scan._offline.free_heads``)."""
     if fn is None:
         return Verdict(False, f"no function {c.function} in {c.file}")
     if not fn.line <= c.line <= fn.end_line:
@@ -71,7 +73,9 @@ def verify(
         return Verdict(False, f"{c.resource} is not a resource found in phase 1")
     if level:
         return _level_change(c, fn, level)
-    check = {"ACQUIRE": _acquire, "WAIT": _wait, "RELEASE": _release, "USE": _use}.get(c.kind)
+    if c.kind == "RELEASE":
+        return _release(c, fn, mine, links, free)
+    check = {"ACQUIRE": _acquire, "WAIT": _wait, "USE": _use}.get(c.kind)
     if check is None:
         return Verdict(False, f"unknown kind {c.kind!r}")
     return check(c, fn, mine, links)
@@ -154,7 +158,7 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     if not locks:
         # a status code (rc = write(log->fd, ...)) hands nothing out; a lock taken is held
         # by the caller whatever the function returns
-        derived = {d for d in derived if not STATUS.match(d)}
+        derived = {d for d in derived if not is_status(fn, d)}
     returned = [
         (line, srcs)
         for line, srcs, _ in fn.returns
@@ -264,9 +268,11 @@ def _branch_wait(c: Candidate, fn: Function, mine: set[str], branch) -> Verdict:
     return Verdict(True, slow.why)
 
 
-def _release(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+def _release(
+    c: Candidate, fn: Function, mine: set[str], links: set[str], free: set[str] = frozenset()
+) -> Verdict:
     obj = c.object_expr if c.object_expr in fn.locals else ""
-    effects = release_effects(fn, mine, links, obj)
+    effects = release_effects(fn, mine, links, obj, free=free)
     if not effects:
         return Verdict(False, "no release effect: nothing lowered, cleared, put back or freed")
     last = max(effects, key=lambda e: e.line)
