@@ -383,7 +383,7 @@ def _lock_functions(functions: dict, names: dict) -> tuple[list, list]:
             )
         for kind in LOCK_PRIMITIVES[call.callee]:
             why = f"its job is {call.callee} on {lock}"
-            c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "lock api", why)
+            c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
             out.append((c, True, f"verified: {why}"))
     return list(guesses.values()), out
 
@@ -431,7 +431,7 @@ def _allocator_functions(functions: dict, names: dict) -> tuple[list, list]:
         for kind, fits in (("ACQUIRE", takes), ("RELEASE", gives)):
             if fits and (kind == "ACQUIRE" or _unconditional(fn, call)):
                 why = f"its job is {call.callee}, counted in {budget}"
-                c = Candidate(fn.file, fn.name, call.line, kind, budget, "", "1", "allocator", why)
+                c = Candidate(fn.file, fn.name, call.line, kind, budget, "", "1", "heuristic", why)
                 out.append((c, True, f"verified: {why}"))
                 if budget not in names and budget not in guesses:
                     guesses[budget] = ResourceGuess(
@@ -541,7 +541,7 @@ def _through_wrappers(results: list, functions: dict, rounds: int = 3) -> list:
                             res,
                             "",
                             "1",
-                            "wrapper",
+                            "heuristic",
                             f"a thin wrapper: it {how}",
                         )
                         added.append((c, True, f"verified: a thin wrapper that {how}"))
