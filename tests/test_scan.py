@@ -563,3 +563,37 @@ def test_sites_of_every_rule_are_what_the_trace_format_accepts(tmp_path):
     sites = pq.read_table(tmp_path / "out" / "sites.parquet")
     assert sites.num_rows >= 15
     normalize_batch(sites, TABLES["sites"], path="sites.parquet")
+
+
+ARENA = """
+#include <stddef.h>
+/* an arena of blocks: each allocation moves the block's position past what it hands out */
+typedef struct block { char *last; char *end; struct block *next; } block_t;
+typedef struct arena { block_t *current; block_t first; size_t max; } arena_t;
+
+static void *arena_alloc_small(arena_t *a, size_t size) {
+    block_t *b = a->current;
+    do {
+        char *m = b->last;
+        if ((size_t)(b->end - m) >= size) {
+            b->last = m + size;
+            return m;
+        }
+        b = b->next;
+    } while (b);
+    return NULL;
+}
+
+void *arena_alloc(arena_t *a, size_t size) { return arena_alloc_small(a, size); }
+
+/* not an allocation: a report of the room left */
+size_t arena_room(arena_t *a) { return (size_t)(a->current->end - a->current->last); }
+"""
+
+
+def test_an_arena_allocates_by_moving_its_position(tmp_path):
+    (tmp_path / "arena.c").write_text(ARENA)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind) for c in r.verified()}
+    assert {("arena_alloc_small", "ACQUIRE"), ("arena_alloc", "ACQUIRE")} <= got
+    assert not {k for f, k in got if f == "arena_room"}

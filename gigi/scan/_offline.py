@@ -242,6 +242,25 @@ def pops_of(fn: Function, guess: ResourceGuess) -> list:
     ]
 
 
+def bumps(fn: Function, mine: set[str]) -> list:
+    """Allocations from an arena: a position the resource keeps moved past what the function
+    hands out (``m = p->d.last; p->d.last = m + size; return m``)."""
+    read = {}  # local -> what it was read from
+    for a in fn.assigns:
+        if "." not in a.target:
+            read.setdefault(a.target, set()).update(a.sources)
+    returned = {s for _, srcs, _ in fn.returns for s in srcs}
+    out = []
+    for a in fn.assigns:
+        if not _member_of(a.target, mine):
+            continue
+        moved = a.op == "+=" or a.op == "=" and "+" in a.text.split("=", 1)[-1]
+        local = [x for x in a.sources if x in fn.locals] or list(returned & set(read))
+        if moved and any(x in returned and a.target in read.get(x, ()) for x in local):
+            out.append(a)
+    return out
+
+
 def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
     by_record = members_by_record(members)
     out = []
@@ -384,7 +403,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         for c in fn.calls
         if re.search(r"compare_exchange|cas|test_and_set|exchange", c.callee, re.I)
     ]
-    pops = pops_of(fn, guess)
+    pops = pops_of(fn, guess) + bumps(fn, mine)
     # a member handed out is an object when it points to one (not a count or a mode)
     pointing = {f"{m.record}.{m.name}" for m in guess.members if m.element or "*" in m.type}
     returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(

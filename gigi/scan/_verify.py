@@ -27,6 +27,7 @@ from gigi.scan._offline import (
     BLOCKING,
     SLEEPS,
     Candidate,
+    bumps,
     counted_up,
     is_status,
     lock_calls,
@@ -146,11 +147,12 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         )
     ]
     locks = lock_calls(fn, unlock=False)
-    if not (takes or cas or pops or locks):
+    moved = bumps(fn, mine)
+    if not (takes or cas or pops or moved or locks):
         return Verdict(
             False,
             "takes nothing: no count raised, flag set, compare-and-swap or "
-            "pop; a lookup is not an acquisition",
+            "pop or arena position moved; a lookup is not an acquisition",
         )
     # the object whose own count is raised is what the caller gets (a reference taken)
     counted = {a.target_base for a in takes if a.target_base in fn.locals}
@@ -212,6 +214,8 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         if cas
         else "pop"
         if pops
+        else "an arena's position moved past it"
+        if moved
         else f"lock taken ({locks[0].callee})"
     )
     return Verdict(
