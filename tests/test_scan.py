@@ -597,3 +597,42 @@ def test_an_arena_allocates_by_moving_its_position(tmp_path):
     got = {(c.function, c.kind) for c in r.verified()}
     assert {("arena_alloc_small", "ACQUIRE"), ("arena_alloc", "ACQUIRE")} <= got
     assert not {k for f, k in got if f == "arena_room"}
+
+
+REFCOUNTED = """
+#include <stdlib.h>
+/* objects shared by reference count, and the table of the shared ones, with its budget */
+typedef struct obj { int type; int refcount; void *ptr; } robj;
+struct shared { robj *ok, *err; robj *ints[100]; int n_used; int capacity; };
+
+robj *createObject(int type, void *ptr) {
+    robj *o = malloc(sizeof(*o));
+    o->type = type;
+    o->ptr = ptr;
+    o->refcount = 1;
+    return o;
+}
+robj *createIntObject(long v) { return createObject(1, (void *)v); }
+void incrRefCount(robj *o) { o->refcount++; }
+void decrRefCount(robj *o) {
+    if (o->refcount == 1) free(o);
+    else o->refcount--;
+}
+/* creating the table itself is no reference taken */
+struct shared *createSharedObjects(void) { return calloc(1, sizeof(struct shared)); }
+"""
+
+
+def test_a_constructor_that_hands_out_a_first_reference_acquires(tmp_path):
+    """``create`` in a name means the resource is made, unless what is made is one of its
+    objects, handed out with its count set."""
+    (tmp_path / "obj.c").write_text(REFCOUNTED)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind) for c in r.verified()}
+    assert {
+        ("createObject", "ACQUIRE"),
+        ("createIntObject", "ACQUIRE"),
+        ("incrRefCount", "ACQUIRE"),
+        ("decrRefCount", "RELEASE"),
+    } <= got
+    assert not {k for f, k in got if f == "createSharedObjects"}

@@ -376,7 +376,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         out.append(Candidate(fn.file, fn.name, line, kind, resource, obj, amount, "heuristic", why))
 
     short = fn.name.split("::")[-1]
-    if lifecycle(short):
+    if lifecycle(short) and not first_reference(fn, mine):
         return out  # creating or tearing down the resource itself moves none of its units
     for loop in fn.loops:
         blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
@@ -417,7 +417,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     referenced = references_taken(fn, takes, set(objects))
     holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
     if (takes or cas or locks or pops) and (
-        returns_object or referenced or ACQUIRE_NAME.search(short)
+        returns_object or referenced or ACQUIRE_NAME.search(short) or first_reference(fn, mine)
     ):
         line = max([a.line for a in takes + pops] + [c.line for c in cas] + [c.line for c in locks])
         amount = next(
@@ -524,6 +524,21 @@ IO = re.compile(r"read|write|memcpy|memmove|memset|send|recv", re.I)
 
 
 LIFECYCLE = {"open", "close", "create", "destroy", "shutdown", "init", "initialize"}
+
+
+def first_reference(fn: Function, mine: set[str]) -> bool:
+    """Whether FN makes one of the resource's objects and hands it out with its count set
+    (``o = zmalloc(...); o->refcount = 1; return o``): a unit taken, not the resource
+    created, whatever the function's name says."""
+    returned = {s for _, srcs, _ in fn.returns for s in srcs}
+    return any(
+        a.op == "="
+        and _member_of(a.target, mine)
+        and a.target_base in returned
+        and COUNTER.search(a.target.split(".", 1)[1])
+        and _truthy(a.text)
+        for a in fn.assigns
+    )
 
 
 def lifecycle(name: str) -> bool:
