@@ -636,3 +636,37 @@ def test_a_constructor_that_hands_out_a_first_reference_acquires(tmp_path):
         ("decrRefCount", "RELEASE"),
     } <= got
     assert not {k for f, k in got if f == "createSharedObjects"}
+
+
+GUARDED = """
+#include <pthread.h>
+#include <stdint.h>
+typedef struct frame frame_t;
+typedef struct buf_pool buf_pool_t;
+frame_t *bp_get_page(buf_pool_t *bp, uint64_t page_no);
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t item_locks[64];
+
+/* a wrapper that takes a lock around its one call */
+frame_t *bp_get_page_locked(buf_pool_t *bp, uint64_t page_no) {
+    frame_t *f;
+    pthread_mutex_lock(&pool_lock);
+    f = bp_get_page(bp, page_no);
+    pthread_mutex_unlock(&pool_lock);
+    return f;
+}
+
+/* one lock of a table of them, by hash */
+void item_lock(uint32_t hv) { pthread_mutex_lock(&item_locks[hv & 63]); }
+void item_unlock(uint32_t hv) { pthread_mutex_unlock(&item_locks[hv & 63]); }
+"""
+
+
+def test_a_wrapper_may_lock_around_its_call_and_a_lock_table_is_a_lock(tmp_path):
+    (tmp_path / "buffer_pool.c").write_text((CORPUS / "buffer_pool.c").read_text())
+    (tmp_path / "guarded.c").write_text(GUARDED)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.resource) for c in r.verified() if c.file == "guarded.c"}
+    assert ("bp_get_page_locked", "ACQUIRE", "buf_pool") in got
+    assert ("item_lock", "ACQUIRE", "item_locks") in got
+    assert ("item_unlock", "RELEASE", "item_locks") in got

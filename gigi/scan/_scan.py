@@ -323,6 +323,7 @@ def _objects_through_calls(results: list, functions: dict) -> list:
 WRAPPER_LINES = 30  # a wrapper is short: its job is the call
 # calls that check or report, not work: a wrapper may make them beside its one call
 CHECKS = re.compile(r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$", re.I)
+GUARDS = re.compile(r"mutex|spin_?(un)?lock|rwlock|(^|_)(un)?lock$", re.I)
 # the platform's locks: what a call to each does to the lock it is handed
 LOCK_PRIMITIVES = {
     "pthread_mutex_lock": ("ACQUIRE",),
@@ -478,6 +479,7 @@ def _lock_name(fn, arg: str) -> str:
     """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
     or a global's name (``&slabs_lock``); "" for anything else (a member, an expression)."""
     name = _bare(arg).lstrip("&").strip()
+    name = re.sub(r"\s*\[.*\]$", "", name)  # one of a table of locks: item_locks[hv & mask]
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return ""
     for ctype, pname in fn.params:
@@ -509,7 +511,10 @@ def _through_wrappers(results: list, functions: dict, rounds: int = 3) -> list:
     for _ in range(rounds):
         new: dict[str, dict[str, set[str]]] = {}
         for fn in functions.values():
-            work = [c for c in fn.calls if not CHECKS.search(c.callee)]
+            # the lock a wrapper may take around its call guards it (slabs_alloc)
+            work = [
+                c for c in fn.calls if not CHECKS.search(c.callee) and not GUARDS.search(c.callee)
+            ]
             if fn.internal or fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
                 continue
             params = {n for _, n in fn.params if n}
