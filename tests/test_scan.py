@@ -670,3 +670,35 @@ def test_a_wrapper_may_lock_around_its_call_and_a_lock_table_is_a_lock(tmp_path)
     assert ("bp_get_page_locked", "ACQUIRE", "buf_pool") in got
     assert ("item_lock", "ACQUIRE", "item_locks") in got
     assert ("item_unlock", "RELEASE", "item_locks") in got
+
+
+SEM_API = """
+#include <errno.h>
+#include <semaphore.h>
+#include <stdlib.h>
+typedef sem_t my_sem_t;
+static int custom;
+static void my_sem_wait_posix(my_sem_t *sem) {
+    int r;
+    do
+        r = sem_wait(sem);
+    while (r == -1 && errno == EINTR);  /* a retry on a signal, not a wait of its own */
+    if (r)
+        abort();
+}
+static void my_sem_wait_custom(my_sem_t *sem) { (void)sem; }
+/* the public one picks the platform's */
+void my_sem_wait(my_sem_t *sem) {
+    if (custom)
+        my_sem_wait_custom(sem);
+    else
+        my_sem_wait_posix(sem);
+}
+"""
+
+
+def test_a_lock_helper_retrying_on_a_signal_is_a_lock_and_its_caller_too(tmp_path):
+    (tmp_path / "sem.c").write_text(SEM_API)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind) for c in r.verified()}
+    assert {("my_sem_wait_posix", "ACQUIRE"), ("my_sem_wait", "ACQUIRE")} <= got

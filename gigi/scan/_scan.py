@@ -186,7 +186,8 @@ def scan(
     heap, allocated = _allocator_functions(functions, names)
     results += held + allocated
     guesses += locks + heap
-    results = _through_wrappers(results, functions)
+    exclusive = {g.name for g in guesses if g.sharing in ("exclusive", "shared")}
+    results = _through_wrappers(results, functions, exclusive | {g.name for g in locks})
     verify_s = time.perf_counter() - t2
     stats = {
         "files": len(files),
@@ -350,19 +351,22 @@ LOCK_PRIMITIVES = {
 
 
 def _lock_functions(functions: dict, names: dict) -> tuple[list, list]:
-    """A function of the interface whose job is one call to the platform's locks (a lock
-    API: ``uv_mutex_lock``, a ``slabs_lock`` taken for callers) hands that lock out: its
+    """A function whose job is one call to the platform's locks (a lock API:
+    ``uv_mutex_lock``, a ``slabs_lock`` taken for callers; its file's own helpers too, whose
+    public wrappers then take the event from them) hands that lock out: its
     ACQUIRE, RELEASE or WAIT, on the lock named by what it is handed (a parameter's type, or a
     global). Inside a function among other work the same call only guards that work, and
     stays unrecorded. Returns the locks as resources, and their verified sites."""
     guesses: dict[str, ResourceGuess] = {}
     out = []
     for fn in functions.values():
-        work = [c for c in fn.calls if not CHECKS.search(c.callee)]
-        if fn.internal or fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
+        work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
+        if fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
             continue
         prims = [c for c in work if c.callee in LOCK_PRIMITIVES]
-        if len(prims) != 1 or prims[0].loops or not _unconditional(fn, prims[0]):
+        if len(prims) != 1 or not _unconditional(fn, prims[0]):
+            continue
+        if prims[0].loops and not _retries_on_interrupt(fn, prims[0]):
             continue
         call = prims[0]
         lock = _lock_name(fn, call.args[0] if call.args else "")
@@ -475,6 +479,16 @@ def _from_params(fn, arg: str) -> bool:
 C_SCALARS = {"void", "char", "int", "long", "short", "unsigned", "signed", "float", "double"}
 
 
+ERRNO = "__errno_location"  # errno, as the C library spells it
+
+
+def _retries_on_interrupt(fn, call) -> bool:
+    """Whether the loops around CALL only retry it when a signal interrupted it
+    (``do r = sem_wait(sem); while (r == -1 && errno == EINTR)``): no wait of its own."""
+    around = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
+    return bool(around) and all(ERRNO in lp.cond_calls for lp in around)
+
+
 def _lock_name(fn, arg: str) -> str:
     """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
     or a global's name (``&slabs_lock``); "" for anything else (a member, an expression)."""
@@ -490,7 +504,9 @@ def _lock_name(fn, arg: str) -> str:
     return "" if name in fn.locals else name
 
 
-def _through_wrappers(results: list, functions: dict, rounds: int = 3) -> list:
+def _through_wrappers(
+    results: list, functions: dict, locks: set[str] = frozenset(), rounds: int = 3
+) -> list:
     """A thin wrapper performs its callee's event: a short function of the interface (not a
     file's static helper, whose events are its callers') that makes one call beside checks
     and either returns what that call ACQUIREs (in the return itself, or through a local it
@@ -525,13 +541,15 @@ def _through_wrappers(results: list, functions: dict, rounds: int = 3) -> list:
                 for kind, resources in got.items():
                     if kind in kinds_of.get(fn.name, ()):
                         continue
-                    if kind == "ACQUIRE":
+                    passes = any(_bare(a) in params for a in call.args)
+                    if kind == "ACQUIRE" and passes and resources <= locks:
+                        fits = _unconditional(fn, call)
+                        how = f"hands its parameter to {call.callee}, which locks it"
+                    elif kind == "ACQUIRE":
                         fits = _returns_result_of(fn, call.callee)
                         how = f"returns what {call.callee} acquires"
                     else:
-                        fits = any(_bare(a) in params for a in call.args) and _unconditional(
-                            fn, call
-                        )
+                        fits = passes and _unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which releases it"
                     if not fits:
                         continue
