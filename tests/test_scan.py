@@ -427,14 +427,16 @@ void count_hit(void) {
 """
 
 
-def test_a_lock_api_hands_out_its_lock(tmp_path):
-    (tmp_path / "locks.c").write_text(LOCK_API)
+def _sites_by(tmp_path, name: str, text: str, why: str):
+    """Scan one snippet: the scan, and its verified sites whose reason matches WHY, as
+    (function, kind, resource)."""
+    (tmp_path / name).write_text(text)
     r = scan(tmp_path, jobs=1)
-    got = {
-        (c.function, c.kind, c.resource)
-        for c in r.verified()
-        if re.match(r"its job is (pthread|sem)_", c.why)
-    }
+    return r, {(c.function, c.kind, c.resource) for c in r.verified() if re.search(why, c.why)}
+
+
+def test_a_lock_api_hands_out_its_lock(tmp_path):
+    r, got = _sites_by(tmp_path, "locks.c", LOCK_API, r"^its job is (pthread|sem)_")
     assert got == {
         ("my_mutex_lock", "ACQUIRE", "pthread_mutex_t"),
         ("my_mutex_unlock", "RELEASE", "pthread_mutex_t"),
@@ -484,13 +486,7 @@ size_t my_used(void) { return used; }
 
 
 def test_an_allocator_that_counts_takes_and_gives_back_its_budget(tmp_path):
-    (tmp_path / "alloc.c").write_text(ALLOCATOR)
-    r = scan(tmp_path, jobs=1)
-    got = {
-        (c.function, c.kind, c.resource)
-        for c in r.verified()
-        if "counted in" in c.why or c.why.startswith("a thin wrapper")
-    }
+    r, got = _sites_by(tmp_path, "alloc.c", ALLOCATOR, r"counted in|^a thin wrapper")
     assert {
         ("try_alloc_internal", "ACQUIRE", "used"),  # what malloc gave, through a local
         ("my_alloc", "ACQUIRE", "used"),  # its wrapper
