@@ -192,14 +192,12 @@ def members_by_record(members: list[Member]) -> dict[str, list[Member]]:
     return by_record
 
 
-def list_elements(functions, members: list[Member]) -> int:
+def list_elements(functions, members: list[Member]) -> None:
     """Give an untyped free list its element type, read from the code that pops and pushes
     it: ``it = (item *) p->slots; p->slots = it->next`` pops ``_stritem``s off the
     ``void *slots`` of slabclass_t, and ``it->next = p->slots; p->slots = it`` pushes one.
-    Such a member then lists the record's units, as a typed one does. Returns how many
-    members it typed."""
+    Such a member then lists the record's units, as a typed one does."""
     untyped = {(m.record, m.name): m for m in members if not m.element and "*" in m.type}
-    typed = 0
     for fn in functions:
         from_head: dict[str, set[str]] = {}  # local -> the heads it was read from
         linked: dict[str, set[tuple[str, str]]] = {}  # local -> (head, its link's record)
@@ -225,8 +223,6 @@ def list_elements(functions, members: list[Member]) -> int:
                     break
             if element and element != head[0]:
                 untyped[head].element = element
-                typed += 1
-    return typed
 
 
 def pops_of(fn: Function, guess: ResourceGuess) -> list:
@@ -439,7 +435,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     links = links_of(guess)
     obj = objects[-1] if objects else (lock_index(fn) if locking else "")
     effects = release_effects(
-        fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free_heads(guess)
+        fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free_heads(guess, links)
     )
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if effects and (RELEASE_NAME.search(short) or gives):
@@ -658,11 +654,11 @@ class Effect:
     what: str  # count lowered, put back, freed, unlocked, handed to a release
 
 
-def free_heads(guess: ResourceGuess) -> set[str]:
-    """The resource's lists that hold units no one has: named so (a free list, an LRU of
-    unpinned pages), or untyped (``void *slots``: raw chunks, not live objects). Pushing onto
-    another list (the dirty pages) is bookkeeping, not a release."""
-    links = links_of(guess)
+def free_heads(guess: ResourceGuess, links: set[str]) -> set[str]:
+    """Of the resource's lists (``links``, its ``links_of``), those that hold units no one
+    has: named so (a free list, an LRU of unpinned pages), or untyped (``void *slots``: raw
+    chunks, not live objects). Pushing onto another list (the dirty pages) is bookkeeping,
+    not a release."""
     return {
         f"{m.record}.{m.name}"
         for m in guess.members

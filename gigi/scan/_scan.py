@@ -159,11 +159,14 @@ def scan(
     recall_s = time.perf_counter() - t1
     t2 = time.perf_counter()
     results = []
+    lists: dict[str, tuple] = {}  # resource -> its records, its lists, its lists of free units
+    for g in names.values():
+        links = links_of(g)
+        lists[g.name] = (records_of(g), links, free_heads(g, links))
     for c in proposals:
         fn = functions.get((c.file, c.function))
         g = names.get(c.resource)
-        mine, links = (records_of(g), links_of(g)) if g else (set(), set())
-        free = free_heads(g) if g else set()
+        mine, links, free = lists[c.resource] if g else (set(), set(), set())
         v = verify(c, fn, mine, g is not None, links, g.level if g else "", free)
         results.append((c, v.ok, v.reason))
     # a function that acquires or releases touches the data as part of it: not a USE of its own
@@ -376,21 +379,20 @@ def _lock_functions(functions: dict, names: dict) -> tuple[list, list]:
             sharing = "shared" if "rwlock" in call.callee else "exclusive"
             if call.callee.startswith("sem_"):
                 sharing = "pool"
-            guesses[lock] = ResourceGuess(
-                lock,
-                fn.file,
-                fn.line,
-                sharing,
-                "",
-                [],
-                1.0,
-                [f"handed out by {fn.name} through {call.callee}"],
+            guesses[lock] = _found(
+                lock, fn, sharing, "", f"handed out by {fn.name} through {call.callee}"
             )
         for kind in LOCK_PRIMITIVES[call.callee]:
             why = f"its job is {call.callee} on {lock}"
             c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
             out.append((c, True, f"verified: {why}"))
     return list(guesses.values()), out
+
+
+def _found(name: str, fn, sharing: str, unit: str, reason: str) -> ResourceGuess:
+    """A resource found by what one function does to it (a lock API, an allocator), rather
+    than proposed from its record by phase 1."""
+    return ResourceGuess(name, fn.file, fn.line, sharing, unit, [], 1.0, [reason])
 
 
 # the C library's memory: what a call to each does to the heap
@@ -427,7 +429,7 @@ def _allocator_functions(functions: dict, names: dict) -> tuple[list, list]:
         if len(prims) != 1 or prims[0].loops:
             continue
         call = prims[0]
-        budget = _counted(fn)
+        budget = _budget(fn)
         if not budget:
             continue
         kinds = MEMORY_PRIMITIVES[call.callee]
@@ -439,20 +441,12 @@ def _allocator_functions(functions: dict, names: dict) -> tuple[list, list]:
                 c = Candidate(fn.file, fn.name, call.line, kind, budget, "", "1", "heuristic", why)
                 out.append((c, True, f"verified: {why}"))
                 if budget not in names and budget not in guesses:
-                    guesses[budget] = ResourceGuess(
-                        budget,
-                        fn.file,
-                        fn.line,
-                        "pool",
-                        "bytes",
-                        [],
-                        1.0,
-                        [f"memory counted by {fn.name} as it calls {call.callee}"],
-                    )
+                    reason = f"memory counted by {fn.name} as it calls {call.callee}"
+                    guesses[budget] = _found(budget, fn, "pool", "bytes", reason)
     return list(guesses.values()), out
 
 
-def _counted(fn) -> str:
+def _budget(fn) -> str:
     """What FN counts memory in: a global or a member it adds to or takes from (``+=``,
     ``-=``, an atomic add or subtract), or "" when it counts nothing."""
     for a in fn.assigns:
@@ -509,9 +503,10 @@ def _through_wrappers(
 ) -> list:
     """A thin wrapper performs its callee's event: a short function of the interface (not a
     file's static helper, whose events are its callers') that makes one call beside checks
-    and either returns what that call ACQUIREs (in the return itself, or through a local it
-    returns: ngx_pcalloc's ``p = ngx_palloc(...)``), or hands it one of its own parameters to
-    RELEASE, unconditionally or behind a test of its parameters alone (``if (p)``). Outside
+    (a lock taken around it aside) and either returns what that call ACQUIREs (in the return
+    itself, or through a local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``), or hands
+    it one of its own parameters to RELEASE or, for a lock in ``locks``, to take,
+    unconditionally or behind a test of its parameters alone (``if (p)``). Outside
     any loop; proposed at the call, callers of callers too, up to ``rounds`` deep; a function
     the scan already gave an event of that kind keeps its own. The instrumenter records the
     outermost of nested events of one kind and resource, so a wrapper's event and its
