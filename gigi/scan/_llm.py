@@ -137,7 +137,7 @@ class LLMBackend:
 
     # the two phases
 
-    def phase1(self, records: list[Record], members: list[Member]) -> list[ResourceGuess]:
+    def resources(self, records: list[Record], members: list[Member]) -> list[ResourceGuess]:
         by_record = members_by_record(members)
         out = []
         for r in records:
@@ -176,7 +176,7 @@ class LLMBackend:
             g.members = [m for rec in [g.name, *g.elements] for m in by_record.get(rec, [])]
         return out
 
-    def phase2(self, fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]:
+    def events(self, fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]:
         request = {
             "function": fn.name,
             "file": fn.file,

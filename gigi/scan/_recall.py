@@ -1,0 +1,73 @@
+"""Recall: what proposes resources and the sites of their events, before anything checks
+them. Two implementations answer the same two questions: the offline rules
+(``_offline.phase1``/``phase2``) and an LLM (``_llm.LLMBackend``); whatever they propose is
+verified by the same rules (``_rules``)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gigi.scan._offline import (
+    Candidate,
+    ResourceGuess,
+    list_elements,
+    log_levels,
+    owners,
+    phase1,
+    phase2,
+    resource_of,
+)
+from gigi.scan._parse import Function, Member, Record
+
+
+class Recall(Protocol):
+    """What proposes: the resources among a tree's records, and each function's events."""
+
+    def resources(self, records: list[Record], members: list[Member]) -> list[ResourceGuess]:
+        """The records that are resources, each with its sharing, unit and objects."""
+        ...
+
+    def events(self, fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]:
+        """The events FN, a function that works on RESOURCE, performs on it."""
+        ...
+
+    def report(self) -> dict | None:
+        """What the recall cost (requests, cache hits), for the scan's stats; None: nothing."""
+        ...
+
+
+class OfflineRecall:
+    """The offline rules: records by their members' structure and names, events by what a
+    function does to them. Sends nothing anywhere."""
+
+    def resources(self, records: list[Record], members: list[Member]) -> list[ResourceGuess]:
+        return phase1(records, members)
+
+    def events(self, fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]:
+        return phase2(fn, resource, guess)
+
+    def report(self) -> None:
+        return None
+
+
+def recall(
+    recaller: Recall,
+    functions: dict[tuple[str, str], Function],
+    records: list[Record],
+    members: list[Member],
+) -> tuple[list[ResourceGuess], list[Candidate]]:
+    """The resources RECALLER proposes and the events it proposes in the functions that work
+    on them, with the logs counted by their end position, which a code pattern shows whatever
+    proposed the records."""
+    list_elements(functions.values(), members)
+    guesses = recaller.resources(records, members)
+    names = {g.name: g for g in guesses}
+    own = owners(guesses)
+    declared = {g.name: g.file for g in guesses}
+    proposals: list[Candidate] = []
+    for fn in functions.values():
+        res = resource_of(fn, own, declared)
+        if res is not None:
+            proposals += recaller.events(fn, res, names[res])
+    logs, logged = log_levels(list(functions.values()), records, members, guesses)
+    return [*guesses, *(g for g in logs if g.name not in names)], proposals + logged

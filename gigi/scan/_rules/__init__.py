@@ -1,0 +1,51 @@
+"""Verification as an ordered tuple of rules, one module each: every rule takes what the scan
+has found so far (``Found``) and returns it revised. The first checks each proposal against
+the code (``verified``); the ones after it move an event to where callers see it, name what a
+wait waits for, reject what another event already covers, and find what no record proposed
+(a lock API, an allocator that keeps a budget, the thin wrappers of both).
+
+Each rule has its own tests on small C snippets (tests/test_scan_rules.py); ``scan`` takes the
+tuple as an argument, so a test or a bench can run without one rule to see what it adds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from gigi.scan._rules._found import Found, Site
+from gigi.scan._rules.allocators import allocators_with_a_budget
+from gigi.scan._rules.interface import at_the_interface
+from gigi.scan._rules.locks import lock_apis
+from gigi.scan._rules.misses import waits_on_what_they_missed
+from gigi.scan._rules.moves import uses_inside_a_move
+from gigi.scan._rules.objects import objects_through_calls
+from gigi.scan._rules.retries import waits_for_what_they_retry
+from gigi.scan._rules.verified import verified
+from gigi.scan._rules.wrappers import through_wrappers
+
+Rule = Callable[[Found], Found]
+
+RULES: tuple[Rule, ...] = (
+    verified,
+    uses_inside_a_move,
+    objects_through_calls,
+    at_the_interface,
+    waits_for_what_they_retry,
+    waits_on_what_they_missed,
+    lock_apis,
+    allocators_with_a_budget,
+    through_wrappers,
+)
+
+
+def apply(found: Found, rules: tuple[Rule, ...] = RULES) -> tuple[Found, dict[str, float]]:
+    """FOUND revised by each of RULES in order, and the seconds each took, by its name."""
+    seconds = {}
+    for rule in rules:
+        t = time.perf_counter()
+        found = rule(found)
+        seconds[rule.__name__] = round(time.perf_counter() - t, 3)
+    return found, seconds
+
+
+__all__ = ["RULES", "Found", "Rule", "Site", "apply"]

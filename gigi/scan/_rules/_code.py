@@ -1,0 +1,70 @@
+"""What several rules read in a function's code: its arguments without casts, whether a call
+runs whenever the function does, what it returns, what counts as a check beside real work."""
+
+from __future__ import annotations
+
+import re
+
+from gigi.scan._offline import ResourceGuess
+
+WRAPPER_LINES = 30  # a wrapper is short: its job is the call
+# calls that check or report, not work: a wrapper may make them beside its one call
+CHECKS = re.compile(r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$", re.I)
+# calls that take or give back a lock: a wrapper may take one around its call
+GUARDS = re.compile(r"mutex|spin_?(un)?lock|rwlock|(^|_)(un)?lock$", re.I)
+ERRNO = "__errno_location"  # errno, as the C library spells it
+C_SCALARS = {"void", "char", "int", "long", "short", "unsigned", "signed", "float", "double"}
+
+
+def bare(arg: str) -> str:
+    """An argument without the casts in front of it or the parentheses around it:
+    ``(void *) ptr`` and ``(void *)(ptr)`` are ``ptr``.
+
+    >>> bare("(void *)(ptr)")
+    'ptr'
+    """
+    arg = arg.strip()
+    while True:
+        m = re.match(r"\(\s*[A-Za-z_][\w\s]*\**\s*\)\s*(?=\S)", arg)
+        if not m:
+            break
+        arg = arg[m.end() :]
+    while arg.startswith("(") and arg.endswith(")"):
+        arg = arg[1:-1].strip()
+    return arg
+
+
+def unconditional(fn, call) -> bool:
+    """Whether CALL runs whenever FN does, but for tests of FN's own locals and parameters
+    (``if (p)``): a branch on the state of something else makes it a decision, not a
+    wrapper's one call."""
+    on_path = set(call.path)
+    return all(
+        not b.cond_members and not b.cond_calls for b in fn.branches if (b.if_id, b.side) in on_path
+    )
+
+
+def returns_result_of(fn, callee: str) -> bool:
+    """Whether FN returns the result of calling CALLEE: in the return itself, or through a
+    local the call's result was assigned to."""
+    held = {a.target for a in fn.assigns if callee in a.calls and "." not in a.target}
+    for _, reads, text in fn.returns:
+        if re.search(rf"\b{re.escape(callee)}\s*\(", text) or held & set(reads):
+            return True
+    return False
+
+
+def from_params(fn, arg: str) -> bool:
+    """Whether ARG is one of FN's parameters, or a local made from one."""
+    params = {n for _, n in fn.params if n}
+    name = bare(arg)
+    if name in params:
+        return True
+    made = {a.target for a in fn.assigns if set(a.sources) & params and "." not in a.target}
+    return name in made
+
+
+def found_by(name: str, fn, sharing: str, unit: str, reason: str) -> ResourceGuess:
+    """A resource found by what one function does to it (a lock API, an allocator), rather
+    than proposed from its record by the recall."""
+    return ResourceGuess(name, fn.file, fn.line, sharing, unit, [], 1.0, [reason])

@@ -1,0 +1,104 @@
+"""A function whose job is one call to the platform's locks (a lock API:
+``uv_mutex_lock``, a ``slabs_lock`` taken for callers; its file's own helpers too, whose
+public wrappers then take the event from them) hands that lock out: its
+ACQUIRE, RELEASE or WAIT, on the lock named by what it is handed (a parameter's type, or a
+global). Inside a function among other work the same call only guards that work, and
+stays unrecorded."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from gigi.scan._offline import Candidate, ResourceGuess
+from gigi.scan._rules._code import (
+    C_SCALARS,
+    CHECKS,
+    ERRNO,
+    WRAPPER_LINES,
+    bare,
+    found_by,
+    unconditional,
+)
+from gigi.scan._rules._found import Found, Site
+
+# the platform's locks: what a call to each does to the lock it is handed
+LOCK_PRIMITIVES = {
+    "pthread_mutex_lock": ("ACQUIRE",),
+    "pthread_mutex_trylock": ("ACQUIRE",),
+    "pthread_mutex_timedlock": ("ACQUIRE",),
+    "pthread_mutex_unlock": ("RELEASE",),
+    "pthread_spin_lock": ("ACQUIRE",),
+    "pthread_spin_trylock": ("ACQUIRE",),
+    "pthread_spin_unlock": ("RELEASE",),
+    "pthread_rwlock_rdlock": ("ACQUIRE",),
+    "pthread_rwlock_wrlock": ("ACQUIRE",),
+    "pthread_rwlock_tryrdlock": ("ACQUIRE",),
+    "pthread_rwlock_trywrlock": ("ACQUIRE",),
+    "pthread_rwlock_timedrdlock": ("ACQUIRE",),
+    "pthread_rwlock_timedwrlock": ("ACQUIRE",),
+    "pthread_rwlock_unlock": ("RELEASE",),
+    "sem_wait": ("WAIT", "ACQUIRE"),
+    "sem_timedwait": ("WAIT", "ACQUIRE"),
+    "sem_trywait": ("ACQUIRE",),
+    "sem_post": ("RELEASE",),
+    "pthread_cond_wait": ("WAIT",),
+    "pthread_cond_timedwait": ("WAIT",),
+}
+
+
+def lock_apis(found: Found) -> Found:
+    guesses: dict[str, ResourceGuess] = {}
+    out = []
+    for fn in found.functions.values():
+        work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
+        if fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
+            continue
+        prims = [c for c in work if c.callee in LOCK_PRIMITIVES]
+        if len(prims) != 1 or not unconditional(fn, prims[0]):
+            continue
+        if prims[0].loops and not _retries_on_interrupt(fn, prims[0]):
+            continue
+        call = prims[0]
+        lock = _lock_name(fn, call.args[0] if call.args else "")
+        if not lock:
+            continue
+        if lock not in found.by_name and lock not in guesses:
+            sharing = "shared" if "rwlock" in call.callee else "exclusive"
+            if call.callee.startswith("sem_"):
+                sharing = "pool"
+            guesses[lock] = found_by(
+                lock, fn, sharing, "", f"handed out by {fn.name} through {call.callee}"
+            )
+        for kind in LOCK_PRIMITIVES[call.callee]:
+            why = f"its job is {call.callee} on {lock}"
+            c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
+            out.append(Site(c, True, f"verified: {why}"))
+    return replace(
+        found,
+        resources=(*found.resources, *guesses.values()),
+        sites=(*found.sites, *out),
+        locks=found.locks | set(guesses),
+    )
+
+
+def _retries_on_interrupt(fn, call) -> bool:
+    """Whether the loops around CALL only retry it when a signal interrupted it
+    (``do r = sem_wait(sem); while (r == -1 && errno == EINTR)``): no wait of its own."""
+    around = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
+    return bool(around) and all(ERRNO in lp.cond_calls for lp in around)
+
+
+def _lock_name(fn, arg: str) -> str:
+    """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
+    or a global's name (``&slabs_lock``); "" for anything else (a member, an expression)."""
+    name = bare(arg).lstrip("&").strip()
+    name = re.sub(r"\s*\[.*\]$", "", name)  # one of a table of locks: item_locks[hv & mask]
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return ""
+    for ctype, pname in fn.params:
+        if pname == name:
+            base = ctype.split("|")[0].replace("const", "").replace("*", "").strip()
+            plain = re.fullmatch(r"[A-Za-z_]\w*", base) and base not in C_SCALARS
+            return base if plain else ""  # a void * handed in names no lock
+    return "" if name in fn.locals else name

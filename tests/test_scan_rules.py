@@ -1,0 +1,252 @@
+"""Each verification rule of the scan (gigi/scan/_rules) on a small C snippet: what the scan
+keeps with the rule, against what it keeps with every other rule but that one. A rule whose
+difference is empty here does nothing, and fails its test."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+from test_scan import ALLOCATOR, CORPUS, LOCK_API, WRAPPERS
+
+from gigi.scan import scan
+from gigi.scan._rules import RULES
+
+PAGE = """
+#include <stddef.h>
+typedef struct page { int pgno; int nref; struct page *next_free; char data[4096]; } page_t;
+
+/* A page cache: a fixed set of pages, handed out pinned, kept by number. */
+typedef struct pcache {
+    page_t *pages; int capacity; page_t *free_list; int n_free; int n_pinned;
+} pcache_t;
+
+/* A pager: reads pages of the file into its cache. */
+typedef struct pager { pcache_t *cache; int fd; int n_read; } pager_t;
+
+/* Pin the cached page PGNO, or NULL when it is not cached. */
+page_t *pcache_fetch(pcache_t *c, int pgno)
+{
+    for (int i = 0; i < c->capacity; i++) {
+        if (c->pages[i].pgno == pgno) {
+            c->pages[i].nref++;
+            c->n_pinned++;
+            return &c->pages[i];
+        }
+    }
+    return NULL;
+}
+"""
+
+MISS = """
+extern int read_page(int fd, int pgno, char *buf);
+
+/* Read page PGNO through the cache: a miss reads it from the file. */
+page_t *pager_get(pager_t *p, int pgno)
+{
+    page_t *pg = pcache_fetch(p->cache, pgno);
+    if (pg == NULL) {
+        pg = p->cache->free_list;
+        p->cache->free_list = pg->next_free;
+        read_page(p->fd, pgno, pg->data);
+        p->n_read++;
+    }
+    return pg;
+}
+"""
+
+RETRY = """
+extern void sched_yield(void);
+extern void *lookup_cache(const char *name);
+
+/* The pager's: it polls until the page is cached, and pins it. */
+page_t *pager_wait_page(pager_t *p, int pgno)
+{
+    page_t *pg;
+    while ((pg = pcache_fetch(p->cache, pgno)) == NULL)
+        sched_yield();
+    return pg;
+}
+
+/* No resource's: it only waits for a page to be cached. */
+void warm_page(const char *name, int pgno)
+{
+    while (pcache_fetch(lookup_cache(name), pgno) == NULL)
+        sched_yield();
+}
+"""
+
+HELPER = """
+/* the file's own: a page unpinned goes back to the free list when no one holds it */
+static void page_unpin(pcache_t *c, page_t *pg)
+{
+    pg->nref--;
+    if (pg->nref == 0) {
+        pg->next_free = c->free_list;
+        c->free_list = pg;
+        c->n_free++;
+    }
+}
+
+void pcache_release(pcache_t *c, page_t *pg)
+{
+    c->n_pinned--;
+    page_unpin(c, pg);
+}
+"""
+
+READ_LOCKS = """
+#include <pthread.h>
+typedef struct wal_reader { int lock; struct wal_reader *next; } wal_reader_t;
+
+/* A write-ahead log shared by connections: readers hold one of its read locks. */
+typedef struct wal {
+    int fd;
+    int read_lock;          /* the read lock this connection holds, or -1 */
+    int lock_mode;
+    wal_reader_t *readers;  /* one per read lock */
+    int n_readers;
+    int max_readers;
+    pthread_mutex_t mutex;
+} wal_t;
+
+#define WAL_READ_LOCK(i) (3 + (i))
+#define SHM_LOCK 1
+#define SHM_UNLOCK 2
+extern int os_shm_lock(int fd, int idx, int n, int flags);
+
+static int wal_lock_shared(wal_t *w, int lock_idx)
+{
+    return os_shm_lock(w->fd, lock_idx, 1, SHM_LOCK);
+}
+
+static void wal_unlock_shared(wal_t *w, int lock_idx)
+{
+    os_shm_lock(w->fd, lock_idx, 1, SHM_UNLOCK);
+}
+
+int wal_begin_read(wal_t *w, int i)
+{
+    int rc = wal_lock_shared(w, WAL_READ_LOCK(i));
+    if (rc == 0)
+        w->read_lock = i;
+    return rc;
+}
+
+void wal_end_read(wal_t *w)
+{
+    wal_unlock_shared(w, WAL_READ_LOCK(w->read_lock));
+    w->read_lock = -1;
+}
+"""
+
+
+def _kept(tmp_path, files: dict[str, str], rules) -> set[tuple]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    r = scan(tmp_path, jobs=1, rules=rules)
+    return {(c.function, c.kind, c.resource, c.object_expr.replace(" ", "")) for c in r.verified()}
+
+
+def _without(rule) -> tuple:
+    return tuple(r for r in RULES if r is not rule)
+
+
+def _difference(tmp_path, files: dict[str, str], name: str) -> tuple[set, set]:
+    """What the scan of FILES keeps with every rule and not without the rule NAME, and the
+    other way round."""
+    rule = next(r for r in RULES if r.__name__ == name)
+    full = _kept(tmp_path, files, RULES)
+    less = _kept(tmp_path, files, _without(rule))
+    return full - less, less - full
+
+
+def test_every_rule_module_has_its_rule_in_the_tuple_once():
+    import gigi.scan._rules as rules
+
+    modules = {m.name for m in pkgutil.iter_modules(rules.__path__) if not m.name.startswith("_")}
+    of = {importlib.import_module(f"gigi.scan._rules.{m}").__name__: m for m in modules}
+    assert sorted(r.__module__ for r in RULES) == sorted(of)
+    assert RULES[0].__name__ == "verified"  # every other rule revises its verdicts
+
+
+def test_verified_checks_each_proposal_and_nothing_stands_without_it(tmp_path):
+    files = {"buffer_pool.c": (CORPUS / "buffer_pool.c").read_text()}
+    assert _kept(tmp_path, files, ()) == set()
+    kept = _kept(tmp_path, files, RULES[:1])
+    assert ("bp_get_page", "ACQUIRE", "buf_pool", "f") in kept
+    r = scan(tmp_path, jobs=1, rules=RULES[:1])
+    assert any(not ok and why for _, ok, why in r.candidates)  # a rejection says why
+
+
+def test_uses_inside_a_move_are_part_of_it(tmp_path):
+    files = {"buffer_pool.c": (CORPUS / "buffer_pool.c").read_text()}
+    gained, lost = _difference(tmp_path, files, "uses_inside_a_move")
+    assert gained == set()
+    assert ("bp_release_page", "USE", "buf_pool", "f") in lost
+
+
+def test_a_miss_waits_on_the_resource_it_looked_up(tmp_path):
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + MISS}, "waits_on_what_they_missed")
+    assert gained == {("pager_get", "WAIT", "pcache", "")}
+    assert lost == {("pager_get", "WAIT", "pager", "")}
+
+
+def test_a_loop_retrying_an_acquire_waits_for_its_resource(tmp_path):
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + RETRY}, "waits_for_what_they_retry")
+    assert gained == {
+        ("pager_wait_page", "WAIT", "pcache", ""),  # was the pager's own wait
+        ("warm_page", "WAIT", "pcache", ""),  # a function of no resource
+    }
+    assert lost == {("pager_wait_page", "WAIT", "pager", "")}
+
+
+def test_a_static_helper_is_part_of_its_callers_event(tmp_path):
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + HELPER}, "at_the_interface")
+    assert gained == set()
+    assert lost == {("page_unpin", "RELEASE", "pcache", "pg")}
+    assert ("pcache_release", "RELEASE", "pcache", "pg") in _kept(tmp_path, {}, RULES)
+
+
+def test_the_object_is_what_the_call_hands_a_lock_function(tmp_path):
+    gained, lost = _difference(tmp_path, {"wal.c": READ_LOCKS}, "objects_through_calls")
+    assert gained == {
+        ("wal_begin_read", "ACQUIRE", "wal", "WAL_READ_LOCK(i)"),
+        ("wal_end_read", "RELEASE", "wal", "WAL_READ_LOCK(w->read_lock)"),
+    }
+    assert lost == {
+        ("wal_begin_read", "ACQUIRE", "wal", ""),
+        ("wal_end_read", "RELEASE", "wal", ""),
+    }
+
+
+@pytest.mark.parametrize(
+    "name, files, wanted",
+    [
+        (
+            "lock_apis",
+            {"locks.c": LOCK_API},
+            {
+                ("my_mutex_lock", "ACQUIRE", "pthread_mutex_t", ""),
+                ("my_sem_wait", "WAIT", "sem_t", ""),
+            },
+        ),
+        (
+            "allocators_with_a_budget",
+            {"alloc.c": ALLOCATOR},
+            {("try_alloc_internal", "ACQUIRE", "used", ""), ("my_free", "RELEASE", "used", "")},
+        ),
+        (
+            "through_wrappers",
+            {"buffer_pool.c": (CORPUS / "buffer_pool.c").read_text(), "wrappers.c": WRAPPERS},
+            {
+                ("bp_get_page_nowait", "ACQUIRE", "buf_pool", ""),
+                ("bp_put", "RELEASE", "buf_pool", ""),
+            },
+        ),
+    ],
+)
+def test_rules_that_find_what_no_record_proposed(tmp_path, name, files, wanted):
+    gained, lost = _difference(tmp_path, files, name)
+    assert wanted <= gained and lost == set()
