@@ -698,3 +698,58 @@ def test_a_lock_helper_retrying_on_a_signal_is_a_lock_and_its_caller_too(tmp_pat
     r = scan(tmp_path, jobs=1)
     got = {(c.function, c.kind) for c in r.verified()}
     assert {("my_sem_wait_posix", "ACQUIRE"), ("my_sem_wait", "ACQUIRE")} <= got
+
+
+ATOMIC_BUDGET = """
+#include <stdatomic.h>
+#include <stdlib.h>
+/* a budget counted through macros over C11 and GCC atomics, as allocators keep one */
+static _Atomic size_t used_memory;
+static size_t peak_objects;
+#define atomicIncr(var, n) atomic_fetch_add_explicit(&var, (n), memory_order_relaxed)
+#define atomicDecr(var, n) atomic_fetch_sub_explicit(&var, (n), memory_order_relaxed)
+#define stat_alloc(n) atomicIncr(used_memory, (n))
+#define stat_free(n) atomicDecr(used_memory, (n))
+
+static void *try_alloc(size_t size) {
+    size_t *p = malloc(size + sizeof(size_t));
+    if (!p) return NULL;
+    *p = size;
+    stat_alloc(size);
+    __atomic_add_fetch(&peak_objects, 1, __ATOMIC_RELAXED);
+    return p + 1;
+}
+void *my_alloc(size_t size) {
+    void *p = try_alloc(size);
+    if (!p) abort();
+    return p;
+}
+void my_free(void *ptr) {
+    size_t *real = (size_t *)ptr - 1;
+    stat_free(*real);
+    free(real);
+}
+/* not a wrapper of my_free: it gives back two blocks, a job of its own */
+struct report { void *rows; };
+void free_report(struct report *r) {
+    my_free(r->rows);
+    my_free(r);
+}
+"""
+
+
+def test_atomic_operations_count_whatever_macro_spells_them(tmp_path):
+    r, got = _sites_by(tmp_path, "zalloc.c", ATOMIC_BUDGET, r"counted in|^a thin wrapper")
+    fns = {f.name: f for u in r.units for f in u.functions}
+    steps = {(a.target, a.op) for a in fns["try_alloc"].assigns if a.op != "="}
+    assert steps == {("used_memory", "+="), ("peak_objects", "+=")}
+    assert ("used_memory", "-=") in {(a.target, a.op) for a in fns["my_free"].assigns}
+    assert {c.callee for c in fns["try_alloc"].calls} >= {
+        "__c11_atomic_fetch_add",
+        "__atomic_add_fetch",
+    }
+    assert got == {
+        ("try_alloc", "ACQUIRE", "used_memory"),
+        ("my_alloc", "ACQUIRE", "used_memory"),
+        ("my_free", "RELEASE", "used_memory"),
+    }

@@ -444,7 +444,7 @@ class _Walker:
             fn.locals[n] = t
         body = next((x for x in c.get_children() if x.kind == K.COMPOUND_STMT), None)
         if body is not None:
-            _Body(self.ci, fn, self.lines).visit(body, loops=0)
+            _Body(self.ci, fn, self.lines, c, body).visit(body, loops=0)
         self.unit.functions.append(fn)
 
 
@@ -478,13 +478,16 @@ class _Body:
         "disk_write",
     )
 
-    def __init__(self, ci, fn: Function, lines: list[str]) -> None:
+    def __init__(self, ci, fn: Function, lines: list[str], decl=None, body=None) -> None:
         self.ci = ci
         self.K = ci.CursorKind
         self.fn = fn
         self.lines = lines
         self.path: tuple = ()
         self.ifs = 0
+        self.decl = decl
+        self.body = body
+        self.atomics: dict | None = None  # atomic operation -> its builtin's name, when asked
 
     def visit(self, c, loops: int) -> None:
         K = self.K
@@ -576,9 +579,11 @@ class _Body:
                         c.location.line, target, base, self.reads(rhs), op, _text(c), path=self.path
                     )
                 )
+        elif k == K.UNEXPOSED_EXPR and not c.spelling and (name := self.atomic(c)):
+            self.atomic_op(c, name, loops)
         elif k == K.UNEXPOSED_EXPR and c.location.line <= len(self.lines):
-            # C11 atomics are builtins from macros (no tokens of their own): keep them as
-            # calls, by the macro's name on the source line
+            # atomics the function's text did not name: keep them as calls, by the macro's
+            # name on the source line
             line = c.location.line
             for name in re.findall(r"\b(atomic_\w+)\s*\(", self.lines[line - 1]):
                 if not any(x.line == line and x.callee == name for x in self.fn.calls):
@@ -596,6 +601,51 @@ class _Body:
                 self.fn.uses_after.setdefault(name, []).append((c.location.line, self.path))
         for x in c.get_children():
             self.visit(x, loops)
+
+    def atomic(self, c) -> str:
+        """The builtin an atomic operation is (``__c11_atomic_fetch_add``,
+        ``__atomic_sub_fetch``), or "". libclang shows one as an unnamed expression whose
+        children are its operands, whatever macro spelt it (``atomicIncr(used, n)``,
+        ``atomic_fetch_add_explicit``), and its name only in the function's printed text: the
+        operations and the builtins printed are matched in order, and a function where their
+        counts differ keeps none."""
+        if len(list(c.get_children())) < 2:
+            return ""
+        if self.atomics is None:
+            K = self.K
+            ops = [
+                x.hash
+                for x in self.body.walk_preorder()
+                if x.kind == K.UNEXPOSED_EXPR
+                and not x.spelling
+                and len(list(x.get_children())) >= 2
+            ]
+            names = ATOMIC_BUILTIN.findall(_printed(self.ci, self.decl)) if ops else []
+            self.atomics = dict(zip(ops, names, strict=True)) if len(ops) == len(names) else {}
+        return self.atomics.get(c.hash, "")
+
+    def atomic_op(self, c, name: str, loops: int) -> None:
+        """An atomic operation as the call it is written as, and, when it adds or subtracts,
+        as the ``+=`` or ``-=`` it performs on its object (a reference count, a budget)."""
+        K = self.K
+        pointer = next(iter(c.get_children()))
+        # &object, its operator unnamed when a macro spelt it (no tokens of its own)
+        if pointer.kind == K.UNARY_OPERATOR and _operator(pointer) in ("&", ""):
+            pointer = next(iter(pointer.get_children()), pointer)
+            target, base = self.target(pointer)
+            arg = f"&{target}"
+        else:
+            target, base = self.target(pointer)
+            arg = target
+        line = c.location.line
+        self.fn.calls.append(Call(name, line, loops, "", [arg], self.path))
+        step = ATOMIC_STEP.search(name)
+        if step and target:
+            op = "+=" if "add" in step.groups() else "-="
+            self.member_op(pointer, "inc" if op == "+=" else "dec")
+            self.fn.assigns.append(
+                Assign(line, target, base, [target], op, f"{name}({arg}, ...)", path=self.path)
+            )
 
     def branch(self, me: int, side: int, cond, kid) -> None:
         K = self.K
@@ -770,6 +820,40 @@ def _operator(c) -> str:
         n = len(list(kids[0].get_tokens()))
         return toks[n] if n < len(toks) else ""
     return ""
+
+
+# the atomic builtins a compiler prints for C11's and GCC's atomic operations, and those of them
+# that add to or subtract from their object
+ATOMIC_BUILTIN = re.compile(r"\b(__c11_atomic_\w+|__atomic_\w+)\s*\(")
+ATOMIC_STEP = re.compile(r"fetch_(add|sub)$|_(add|sub)_fetch$")
+
+
+@functools.cache
+def _printer(ci):
+    """libclang's printer of a declaration, which its Python binding does not wrap."""
+    import ctypes
+
+    lib = ci.conf.lib
+    policy = lib.clang_getCursorPrintingPolicy
+    policy.argtypes, policy.restype = [ci.Cursor], ctypes.c_void_p
+    printed = lib.clang_getCursorPrettyPrinted
+    printed.argtypes, printed.restype = [ci.Cursor, ctypes.c_void_p], ci._CXString
+    dispose = lib.clang_PrintingPolicy_dispose
+    dispose.argtypes, dispose.restype = [ctypes.c_void_p], None
+    return policy, printed, dispose
+
+
+def _printed(ci, decl) -> str:
+    """A declaration as the compiler prints it, macros expanded; "" when libclang cannot."""
+    try:
+        policy, printed, dispose = _printer(ci)
+    except AttributeError:  # a libclang older than 7
+        return ""
+    p = policy(decl)
+    try:
+        return ci._CXString.from_result(printed(decl, p))
+    finally:
+        dispose(p)
 
 
 _OP_NAMES = {

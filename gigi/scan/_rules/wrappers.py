@@ -62,6 +62,8 @@ def through_wrappers(found: Found) -> Found:
                     elif kind == "ACQUIRE":
                         fits = returns_result_of(fn, call.callee)
                         how = f"returns what {call.callee} acquires"
+                    elif sum(c.callee == call.callee for c in work) > 1:
+                        fits = False  # giving back twice: a job of its own (a whole tree)
                     else:
                         fits = passes and unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which releases it"
