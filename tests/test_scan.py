@@ -753,3 +753,26 @@ def test_atomic_operations_count_whatever_macro_spells_them(tmp_path):
         ("my_alloc", "ACQUIRE", "used_memory"),
         ("my_free", "RELEASE", "used_memory"),
     }
+
+
+MACRO_OPS = """
+#define refcount_incr(it) ++(it->refcount)
+#define refcount_decr(it) --(it->refcount)
+typedef struct item { int refcount; struct item *next; } item;
+extern unsigned getLRUClock(void);
+void hold(item *it) { refcount_incr(it); }
+void drop(item *it) { refcount_decr(it); }
+unsigned lru_now(void) { return getLRUClock(); }
+"""
+
+
+def test_an_operator_a_macro_spells_is_read_and_a_clock_is_no_lock(tmp_path):
+    from gigi.scan._offline import lock_calls
+
+    (tmp_path / "ops.c").write_text(MACRO_OPS)
+    fns = {f.name: f for u in scan(tmp_path, jobs=1).units for f in u.functions}
+    assert [(a.target, a.target_base, a.op) for a in fns["hold"].assigns] == [
+        ("item.refcount", "it", "+=")
+    ]
+    assert [(a.target, a.op) for a in fns["drop"].assigns] == [("item.refcount", "-=")]
+    assert lock_calls(fns["lru_now"], unlock=False) == []

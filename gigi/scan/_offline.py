@@ -141,12 +141,17 @@ def lock_index(fn: Function) -> str:
     )
 
 
+# a word of a function's name that says it locks (walLockShared, ngx_shmtx_trylock), and not
+# a word that only holds the letters (getLRUClock, blockSize)
+LOCK_WORD = re.compile(r"(try|un|rd|wr|re)?lock(s|ed|ing)?", re.I)
+
+
 def lock_calls(fn: Function, unlock: bool) -> list:
     """Calls that take (or, with ``unlock``, give back) a lock handed out by a lock manager,
     the guards of the function's own critical section left out."""
     out = []
     for c in fn.calls:
-        if GUARD.search(c.callee) or not re.search(r"lock", c.callee, re.I):
+        if GUARD.search(c.callee) or not any(LOCK_WORD.fullmatch(w) for w in _words(c.callee)):
             continue
         releasing = bool(re.search(r"unlock", c.callee, re.I)) or any("UNLOCK" in a for a in c.args)
         if releasing == unlock:

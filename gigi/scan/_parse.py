@@ -804,7 +804,47 @@ class _Body:
         return out
 
 
+# libclang's operator kinds (CXUnaryOperatorKind, CXBinaryOperatorKind) as C spells them
+_UNARY = {1: "++", 2: "--", 3: "++", 4: "--", 5: "&", 6: "*", 7: "+", 8: "-", 9: "~", 10: "!"}
+_BINARY = dict(
+    enumerate(
+        "* / % + - << >> <=> < > <= >= == != & ^ | && || "
+        "= *= /= %= += -= <<= >>= &= ^= |= ,".split(),
+        start=3,
+    )
+)
+
+
+@functools.cache
+def _operator_kinds():
+    """libclang's functions that name an operator (libclang 17 and later; the Python binding
+    does not wrap them), or None."""
+    import ctypes
+
+    from clang import cindex
+
+    lib = cindex.conf.lib
+    try:
+        unary, binary = lib.clang_getCursorUnaryOperatorKind, lib.clang_getCursorBinaryOperatorKind
+    except AttributeError:
+        return None
+    for f in (unary, binary):
+        f.argtypes, f.restype = [cindex.Cursor], ctypes.c_int
+    return unary, binary
+
+
 def _operator(c) -> str:
+    """The operator of a unary or binary expression, from the compiler where it can tell (an
+    operator a macro spelt has no tokens of its own: ``refcount_incr(it)`` for
+    ``++(it->refcount)``), else from the tokens."""
+    kinds = _operator_kinds()
+    if kinds is not None:
+        if c.kind == c.kind.UNARY_OPERATOR:
+            op = _UNARY.get(kinds[0](c), "")
+        else:
+            op = _BINARY.get(kinds[1](c), "")
+        if op:
+            return op
     for attr in ("binary_operator", "unary_operator"):
         op = getattr(c, attr, None)
         if op is not None and getattr(op, "name", "") not in ("", "Invalid"):
