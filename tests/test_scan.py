@@ -776,3 +776,29 @@ def test_an_operator_a_macro_spells_is_read_and_a_clock_is_no_lock(tmp_path):
     ]
     assert [(a.target, a.op) for a in fns["drop"].assigns] == [("item.refcount", "-=")]
     assert lock_calls(fns["lru_now"], unlock=False) == []
+
+
+WORDS = """
+#include <pthread.h>
+typedef struct slot { struct slot *next; char data[64]; } slot_t;
+/* Structure for storing items: a free list of slots with a count and a limit. Blocks of
+   slots are handed out one at a time. */
+typedef struct store {
+    slot_t *free_slots;
+    int n_free;
+    int capacity;
+    union { long as_long; double as_double; } last;  /* a record with no name of its own */
+    pthread_mutex_t mutex;
+} store_t;
+"""
+
+
+def test_a_record_is_named_by_whole_words_and_an_unnamed_one_names_nothing(tmp_path):
+    from gigi.scan._offline import phase1
+
+    (tmp_path / "store.c").write_text(WORDS)
+    u = scan(tmp_path, jobs=1).units[0]
+    store = next(g for g in phase1(u.records, u.members) if g.name == "store")
+    # "storing" holds no ring (a log), nor "Blocks" a lock (shared)
+    assert (store.sharing, store.unit, store.elements) == ("pool", "slots", ["slot"])
+    assert not any("(" in m.element for m in u.members)

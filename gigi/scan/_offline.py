@@ -144,6 +144,8 @@ def lock_index(fn: Function) -> str:
 # a word of a function's name that says it locks (walLockShared, ngx_shmtx_trylock), and not
 # a word that only holds the letters (getLRUClock, blockSize)
 LOCK_WORD = re.compile(r"(try|un|rd|wr|re)?lock(s|ed|ing)?", re.I)
+# a word that says a record is a log: a write-ahead log, a journal, a ring of bytes
+LOG_WORD = re.compile(r"(x?log|wal|journal|ring)(s|buf|buffer|file)?", re.I)
 
 
 def lock_calls(fn: Function, unlock: bool) -> list:
@@ -307,13 +309,15 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
             why.append("named like settings, statistics or a wrapper")
         if score < 4:
             continue
-        low = (r.name + " " + r.comment).lower()
+        # by whole words: "storing" holds no ring, nor "blocks" a lock
+        words = _words(r.name) + _words(r.comment)
         lock_state = any(re.search(r"lock$|^e_?lock|lock_?mode", n, re.I) for n in names)
         sharing = (
             "shared"
-            if re.search(r"lock|mdl|latch", low) or lock_state
+            if any(LOCK_WORD.fullmatch(w) or w in ("mdl", "latch", "latches") for w in words)
+            or lock_state
             else "log"
-            if re.search(r"log|wal|journal|ring", low)
+            if any(LOG_WORD.fullmatch(w) for w in words)
             else "pool"
         )
         unit = (

@@ -25,6 +25,8 @@ from gigi.errors import GigiError
 
 SOURCE_SUFFIXES = {".c": "c", ".h": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".hpp": "c++"}
 HEADER_SUFFIXES = (".h", ".hpp")
+# how clang spells a record that has no name
+UNNAMED = ("struct (", "union (", "class (", "(anonymous", "(unnamed")
 
 
 class ScanError(GigiError, ValueError):
@@ -391,7 +393,7 @@ class _Walker:
     def record_name(self, decl) -> str:
         """The name a record goes by: its tag, else its typedef."""
         name = decl.spelling
-        if not name or name.startswith(("struct (", "(anonymous", "union (")):
+        if not name or name.startswith(UNNAMED):
             return ""
         return name
 
@@ -741,7 +743,7 @@ class _Body:
             return None
         parent = ref.semantic_parent
         record = parent.spelling if parent is not None else ""
-        if not record or record.startswith(("struct (", "(anonymous")):
+        if not record or record.startswith(UNNAMED):
             record = ""
         kids = list(c.get_children())
         base = _text(kids[0]) if kids else "this"
@@ -981,7 +983,9 @@ def _element_of(ci, t) -> str:
         and decl.kind in (K.STRUCT_DECL, K.CLASS_DECL, K.UNION_DECL, K.CLASS_TEMPLATE)
         and not system
     ):
-        if decl.spelling and not decl.spelling.startswith("std"):
+        # a record with no name of its own names no element (clang spells it "struct
+        # (unnamed at FILE:LINE:COL)", a path of the machine that scanned)
+        if decl.spelling and not decl.spelling.startswith(("std", *UNNAMED)):
             name = decl.spelling
             if t.get_num_template_arguments() > 0:
                 for i in range(t.get_num_template_arguments()):
