@@ -802,3 +802,17 @@ def test_a_record_is_named_by_whole_words_and_an_unnamed_one_names_nothing(tmp_p
     # "storing" holds no ring (a log), nor "Blocks" a lock (shared)
     assert (store.sharing, store.unit, store.elements) == ("pool", "slots", ["slot"])
     assert not any("(" in m.element for m in u.members)
+
+
+def test_a_record_is_filed_once_where_it_is_defined(tmp_path):
+    (tmp_path / "core.h").write_text("typedef struct pool_s pool_t;\n")
+    (tmp_path / "palloc.h").write_text(
+        '#include "core.h"\nstruct pool_s { char *last; char *end; pool_t *next; };\n'
+    )
+    (tmp_path / "palloc.c").write_text(
+        '#include "palloc.h"\nvoid *pool_alloc(pool_t *p) { return p->last; }\n'
+    )
+    (tmp_path / "other.c").write_text('#include "core.h"\n#include "palloc.h"\n')
+    r = scan(tmp_path, jobs=1)
+    found = [(x.name, x.file) for u in r.units for x in u.records]
+    assert found == [("pool_s", "palloc.h")]

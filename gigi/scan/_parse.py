@@ -379,7 +379,11 @@ class _Walker:
             self.record(c)
         elif c.kind == K.TYPEDEF_DECL:
             under = c.underlying_typedef_type.get_declaration()
-            if under.kind in (K.STRUCT_DECL, K.UNION_DECL) and under.is_definition():
+            # a typedef of a record defined elsewhere (ngx_core.h's ``typedef struct
+            # ngx_pool_s ngx_pool_t``) leaves the record to the file that defines it
+            here = under.location.file and c.location.file
+            same = here and under.location.file.name == c.location.file.name
+            if under.kind in (K.STRUCT_DECL, K.UNION_DECL) and under.is_definition() and same:
                 self.record(under, alias=c.spelling)
         elif (
             c.kind
