@@ -816,3 +816,43 @@ def test_a_record_is_filed_once_where_it_is_defined(tmp_path):
     r = scan(tmp_path, jobs=1)
     found = [(x.name, x.file) for u in r.units for x in u.records]
     assert found == [("pool_s", "palloc.h")]
+
+
+SUMMARIES = """
+#include <stddef.h>
+typedef struct obj { int refcount; int type; void *ptr; } robj;
+/* the shared objects every client reads: handed out with a reference taken */
+struct shared_objects { robj *integers[100]; robj *crlf; int n_shared; int max_shared; };
+struct shared_objects shared;
+
+void incr_ref(robj *o) { if (o->refcount < 1000) o->refcount++; }
+void decr_ref(robj *o) { if (o->refcount == 1) o->ptr = NULL; else o->refcount--; }
+void decr_ref_void(void *o) { decr_ref(o); }
+void atomic_add(int *value, int n) { __atomic_add_fetch(value, n, __ATOMIC_RELAXED); }
+
+/* not thin: it decides, and takes a reference on what it hands out */
+robj *get_integer(long value) {
+    robj *o;
+    if (value < 0 || value >= 100)
+        return NULL;
+    o = shared.integers[value];
+    incr_ref(o);
+    return o;
+}
+void take_two(robj *a) { atomic_add(&a->refcount, 2); }
+"""
+
+
+def test_a_count_moved_by_a_call_is_read_as_if_written_inline(tmp_path):
+    (tmp_path / "objects.c").write_text(SUMMARIES)
+    r = scan(tmp_path, jobs=1)
+    fns = {f.name: f for u in r.units for f in u.functions}
+
+    def moved(name):
+        return {(a.target, a.target_base, a.op) for a in fns[name].assigns if a.op != "="}
+
+    assert moved("get_integer") == {("obj.refcount", "o", "+=")}
+    assert ("obj.refcount", "o", "-=") in moved("decr_ref_void")  # a summary of a summary
+    assert moved("take_two") == {("obj.refcount", "a", "+=")}  # through the pointer's target
+    kept = {(c.function, c.kind) for c in r.verified()}
+    assert ("get_integer", "ACQUIRE") in kept

@@ -18,6 +18,7 @@ from gigi.scan._offline import (
     resource_of,
 )
 from gigi.scan._parse import Function, Member, Record
+from gigi.scan._summaries import through_calls
 
 
 class Recall(Protocol):
@@ -60,6 +61,7 @@ def recall(
     on them, with the logs counted by their end position, which a code pattern shows whatever
     proposed the records."""
     list_elements(functions.values(), members)
+    through_calls(list(functions.values()), {r.name for r in records})
     guesses = recaller.resources(records, members)
     names = {g.name: g for g in guesses}
     own = owners(guesses)
