@@ -142,6 +142,49 @@ void wal_end_read(wal_t *w)
 """
 
 
+SEMAPHORE = """
+#include <pthread.h>
+/* a counting semaphore made of a mutex, a condition variable and an integer */
+typedef struct { pthread_mutex_t mutex; pthread_cond_t cond; unsigned int value; } my_sem_t;
+typedef struct { int refs; int spins; } header_t;
+extern void spin_until_unlocked(header_t *h);
+
+void my_sem_post(my_sem_t *sem) {
+    pthread_mutex_lock(&sem->mutex);
+    sem->value++;
+    if (sem->value == 1)
+        pthread_cond_signal(&sem->cond);
+    pthread_mutex_unlock(&sem->mutex);
+}
+
+void my_sem_wait(my_sem_t *sem) {
+    pthread_mutex_lock(&sem->mutex);
+    while (sem->value == 0)
+        pthread_cond_wait(&sem->cond, &sem->mutex);
+    sem->value--;
+    pthread_mutex_unlock(&sem->mutex);
+}
+
+int my_sem_trywait(my_sem_t *sem) {
+    int ok = 0;
+    pthread_mutex_lock(&sem->mutex);
+    if (sem->value > 0) {
+        sem->value--;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&sem->mutex);
+    return ok;
+}
+
+/* not a wait for the count: cleanup that spins on something else when it reaches zero */
+void unref(header_t *h) {
+    h->refs--;
+    if (h->refs == 0)
+        spin_until_unlocked(h);
+}
+"""
+
+
 def _kept(tmp_path, files: dict[str, str], rules) -> set[tuple]:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -219,6 +262,17 @@ def test_the_object_is_what_the_call_hands_a_lock_function(tmp_path):
         ("wal_begin_read", "ACQUIRE", "wal", ""),
         ("wal_end_read", "RELEASE", "wal", ""),
     }
+
+
+def test_a_count_waited_on_and_moved_is_a_pool(tmp_path):
+    gained, lost = _difference(tmp_path, {"sem.c": SEMAPHORE}, "counts_waited_for")
+    assert gained == {
+        ("my_sem_wait", "WAIT", "my_sem_t", ""),
+        ("my_sem_wait", "ACQUIRE", "my_sem_t", ""),
+        ("my_sem_trywait", "ACQUIRE", "my_sem_t", ""),
+        ("my_sem_post", "RELEASE", "my_sem_t", ""),
+    }
+    assert lost == set()
 
 
 @pytest.mark.parametrize(

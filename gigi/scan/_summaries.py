@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from gigi.scan._offline import REFERENCE
 from gigi.scan._parse import Assign, Function
 
+# a library's atomic add or subtract, not in the tree to be summarized (apr_atomic_add32,
+# apr_atomic_dec32, ngx_atomic_fetch_add, InterlockedIncrement): what its name says it does
+# to what its first argument points to
+LIBRARY_ATOMIC = re.compile(r"atomic\w*?(add|sub|inc|dec)|interlocked\w*?(add|inc|dec)", re.I)
 SUMMARY_LINES = 30  # a function summarized is short: its job is the count
 ROUNDS = 2  # a summary made of summaries (decrRefCountVoid calls decrRefCount), no deeper
 
@@ -56,10 +60,14 @@ def through_calls(functions: list[Function], records: set[str]) -> None:
     done: set[tuple[str, int, int]] = set()  # (function, call line, step) already added
     for _ in range(ROUNDS):
         summaries = {fn.name: steps for fn in functions if (steps := steps_of(fn))}
+        known = {fn.name for fn in functions}
         added = False
         for fn in functions:
             for call in fn.calls:
-                for k, step in enumerate(summaries.get(call.callee, ())):
+                steps = summaries.get(call.callee, ())
+                if not steps and call.callee not in known:
+                    steps = _library_atomic(call)
+                for k, step in enumerate(steps):
                     key = (fn.name, call.line, k)
                     if call.callee == fn.name or step.param >= len(call.args) or key in done:
                         continue
@@ -81,6 +89,19 @@ def through_calls(functions: list[Function], records: set[str]) -> None:
                     )
         if not added:
             break
+
+
+def _library_atomic(call) -> list[Step]:
+    """The step a library's atomic add or subtract takes on what its first argument points
+    to; an add of a negative literal (``apr_atomic_add32(&n, -1)``) subtracts."""
+    m = LIBRARY_ATOMIC.search(call.callee)
+    if m is None or not call.args:
+        return []
+    word = (m.group(1) or m.group(2)).lower()
+    op = "+=" if word in ("add", "inc") else "-="
+    if word == "add" and len(call.args) > 1 and call.args[1].strip().startswith("-"):
+        op = "-="
+    return [Step(0, "", op)]
 
 
 def _crosses(fn: Function, base: str, op: str) -> bool:
