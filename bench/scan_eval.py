@@ -7,8 +7,11 @@ PostgreSQL, each fetched from Debian's source packages by tests/debian.py, with 
 written from reading the code): the labeled files scanned offline in their whole tree, and per
 codebase and stage (proposed; verified) the labeled functions found, their kinds right, the
 functions with more than 3 sites, the decoys hit and the precision over every function of the
-labeled files. Codebases whose file says "held_out": true are printed apart: no rule or
-threshold was tuned on them. --details lists what was missed, mistyped and falsely hit.
+labeled files, and the parse diagnostics (clang's errors: a header not found). Each tree is
+first made to parse as its build would (``prepared``: its configure step, its include
+folders, the headers of the libraries it uses). Codebases whose file says "held_out": true are
+printed apart: no rule or threshold was tuned on them. --details lists what was missed,
+mistyped and falsely hit.
 
 On the labeled corpus (tests/scan_corpus) and on SQLite's page cache, pager and WAL (fetched
 from Debian's source packages by tests/sqlite/fetch.py; labels in tests/sqlite/labels.json):
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +35,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "tests" / "sqlite"))
 sys.path.insert(0, str(HERE / "tests"))
 
-from debian import source_tree  # noqa: E402
+from debian import source_tree, unpacked  # noqa: E402
 from fetch import SUBSET, link_files, prepare, sqlite_tree  # noqa: E402
 
 from gigi.scan import scan  # noqa: E402
@@ -39,6 +43,34 @@ from gigi.scan._labels import MAX_SITES, evaluate, evaluate_functions, load_labe
 
 REAL = HERE / "tests" / "scan_real"
 GOALS = {"recall": 0.85, "kind_right": 0.85, "decoy_rate": 0.10}
+
+
+def prepared(tree: Path, labels: dict) -> list[Path]:
+    """What the tree needs to parse as its build would, from its labels: the libraries it
+    includes but does not hold ("deps": Debian's packages, unpacked together, not installed,
+    and their include folders: httpd's APR, memcached's libevent); the headers its configure
+    step generates ("prepare": run once in the cached tree, "{deps}" and "{deps_lib}" naming
+    where the packages were unpacked); and its own include folders ("include"). Returns the
+    folders to search."""
+    name = labels["codebase"]
+    deps = labels.get("deps")
+    root = unpacked(name, deps["packages"]) if deps else None
+    if deps and root is None:
+        print(f"{name}: cannot fetch {', '.join(deps['packages'])}; scanned without them")
+    lib = next(iter(sorted(root.glob("usr/lib/*/*.so"))), None) if root else None
+    prep = labels.get("prepare")
+    if prep and not (tree / prep["made"]).exists():
+        for cmd in prep["run"]:
+            cmd = [a.format(deps=root, deps_lib=lib.parent if lib else "") for a in cmd]
+            done = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
+                print(f"{name}: {' '.join(cmd)} failed ({' '.join(tail)}); scanned without it")
+                break
+    dirs = [tree / d for d in labels.get("include", [])]
+    if root is not None:
+        dirs += [root / d for d in deps["include"]]
+    return dirs
 
 
 def real_codebases(names: list[str] | None, details: bool) -> None:
@@ -56,8 +88,9 @@ def real_codebases(names: list[str] | None, details: bool) -> None:
         if tree is None:
             print(f"{name}: cannot fetch Debian's source package {labels['package']}")
             continue
+        includes = prepared(tree, labels)
         t = time.perf_counter()
-        r = scan(tree, only=labels["files"])
+        r = scan(tree, only=labels["files"], include_dirs=includes, defines=labels.get("defines"))
         wall = time.perf_counter() - t
         ev = evaluate_functions(r, labels)
         rows.append((name, labels.get("held_out", False), r.stats, wall, ev))
@@ -69,7 +102,7 @@ def real_codebases(names: list[str] | None, details: bool) -> None:
     print(
         f"\n{'codebase':10s} {'lines':>6s} {'fns':>4s} {'decoys':>6s} {'stage':9s} "
         f"{'recall':>6s} {'kind ok':>7s} {f'>{MAX_SITES} sites':>8s} {'decoys':>6s} "
-        f"{'precision':>9s} {'s':>5s}"
+        f"{'precision':>9s} {'s':>5s} {'diag':>5s}"
     )
     for name, held, st, wall, ev in rows:
         for stage in ("recall", "verified"):
@@ -77,7 +110,8 @@ def real_codebases(names: list[str] | None, details: bool) -> None:
             print(
                 f"{name + ('*' if held else ''):10s} {st['lines']:6d} {ev['labeled']:4d} "
                 f"{ev['decoys']:6d} {stage:9s} {m['recall']:6.0%} {m['kind_right']:7.0%} "
-                f"{m['crowded']:8d} {m['decoy_rate']:6.0%} {m['precision']:9.0%} {wall:5.1f}"
+                f"{m['crowded']:8d} {m['decoy_rate']:6.0%} {m['precision']:9.0%} {wall:5.1f} "
+                f"{st['diagnostics']:5d}"
             )
     for label, pick in (("tuned", False), ("held out*", True)):
         mine = [ev["verified"] for _, held, _, _, ev in rows if held == pick]

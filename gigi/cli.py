@@ -706,6 +706,23 @@ def scan(
         Path | None, typer.Option(help="LLM response cache (default OUT/llm-cache).")
     ] = None,
     jobs: Annotated[int | None, typer.Option(help="Parser processes (default: cores).")] = None,
+    include: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--include",
+            "-I",
+            help="A folder of headers the tree includes but does not hold (a library's, "
+            "installed apart); repeatable.",
+        ),
+    ] = None,
+    define: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--define",
+            "-D",
+            help="A macro the build defines, NAME or NAME=VALUE (HAVE_CONFIG_H); repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Find resources and their WAIT/ACQUIRE/USE/RELEASE sites; keep what verification confirms."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -740,7 +757,13 @@ def scan(
             bar.update(task, completed=done, total=total)
 
         result = run_scan(
-            src, compile_commands=compile_commands, backend=backend, jobs=jobs, progress=progress
+            src,
+            compile_commands=compile_commands,
+            backend=backend,
+            jobs=jobs,
+            progress=progress,
+            include_dirs=include,
+            defines=define,
         )
     report = write(result, out)
     st = report["stats"]

@@ -96,3 +96,27 @@ def source_tree(package: str, marker: str, cache: Path | None = None) -> Path | 
         with tarfile.open(orig) as tar:
             tar.extractall(cache, filter="data")
     return found()
+
+
+def unpacked(name: str, packages: list[str], cache: Path | None = None) -> Path | None:
+    """Debian's binary PACKAGES unpacked together (not installed) into one folder, once, in
+    CACHE (default: as for ``source_tree``, a folder named after NAME): the headers and
+    libraries of what a scanned tree includes but does not hold. None, with why on stderr,
+    when apt cannot get one."""
+    root = os.environ.get("GIGI_SRC_CACHE")
+    cache = cache or (Path(root) if root else Path(tempfile.gettempdir())) / f"gigi-deps-{name}"
+    done = cache / "unpacked"
+    if done.exists() and done.read_text().split() == packages:
+        return cache / "root"
+    cache.mkdir(parents=True, exist_ok=True)
+    got = subprocess.run(
+        ["apt-get", "download", "-qq", *packages], cwd=cache, capture_output=True, text=True
+    )
+    if got.returncode != 0:
+        print(got.stderr, file=sys.stderr)
+        return None
+    for package in packages:
+        deb = sorted(cache.glob(f"{package}_*.deb"))[-1]
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(cache / "root")], check=True)
+    done.write_text(" ".join(packages))
+    return cache / "root"

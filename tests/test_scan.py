@@ -840,6 +840,13 @@ robj *get_integer(long value) {
     return o;
 }
 void take_two(robj *a) { atomic_add(&a->refcount, 2); }
+
+/* a library's atomics, not in the tree: what their names say */
+struct queue { unsigned idlers; };
+extern unsigned apr_atomic_add32(volatile unsigned *mem, unsigned val);
+extern unsigned apr_atomic_inc32(volatile unsigned *mem);
+void one_less(struct queue *q) { apr_atomic_add32(&q->idlers, -1); }
+void one_more(struct queue *q) { apr_atomic_inc32(&q->idlers); }
 """
 
 
@@ -854,5 +861,31 @@ def test_a_count_moved_by_a_call_is_read_as_if_written_inline(tmp_path):
     assert moved("get_integer") == {("obj.refcount", "o", "+=")}
     assert ("obj.refcount", "o", "-=") in moved("decr_ref_void")  # a summary of a summary
     assert moved("take_two") == {("obj.refcount", "a", "+=")}  # through the pointer's target
+    assert moved("one_less") == {("queue.idlers", "q", "-=")}  # an add of a negative
+    assert moved("one_more") == {("queue.idlers", "q", "+=")}
     kept = {(c.function, c.kind) for c in r.verified()}
     assert ("get_integer", "ACQUIRE") in kept
+
+
+def test_headers_installed_apart_and_the_builds_defines_reach_the_parse(tmp_path, capsys):
+    lib = tmp_path / "lib" / "include"
+    lib.mkdir(parents=True)
+    (lib / "mylib.h").write_text("typedef struct { int n_free; int capacity; } pool_t;\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "use.c").write_text(
+        "#include <mylib.h>\n#ifdef HAVE_CONFIG_H\n"
+        "int configured(pool_t *p) { return p->n_free; }\n#endif\n"
+    )
+    bare = scan(src, jobs=1)
+    assert bare.stats["diagnostics"] == 1  # mylib.h not found
+    r = scan(src, jobs=1, include_dirs=[lib], defines=["HAVE_CONFIG_H"])
+    assert r.stats["diagnostics"] == 0
+    assert [f.name for u in r.units for f in u.functions] == ["configured"]
+    with pytest.raises(ScanError, match="no such include folder"):
+        scan(src, jobs=1, include_dirs=[tmp_path / "nowhere"])
+    with pytest.raises(ScanError, match="not a macro to define"):
+        scan(src, jobs=1, defines=["-O2"])
+    out = tmp_path / "out"
+    assert main(["scan", str(src), "--out", str(out), "-I", str(lib), "-D", "HAVE_CONFIG_H"]) == 0
+    assert "0 parse diagnostics" in capsys.readouterr().out

@@ -191,17 +191,26 @@ def default_flags(language: str) -> list[str]:
     return flags
 
 
-def compile_flags(path: Path, root: Path, commands: dict[str, list[str]] | None) -> list[str]:
+def compile_flags(
+    path: Path,
+    root: Path,
+    commands: dict[str, list[str]] | None,
+    include_dirs: tuple[str, ...] = (),
+    defines: tuple[str, ...] = (),
+) -> list[str]:
     """The flags for one file: its compile_commands.json entry when there is one (compiler,
     output and the file itself left out); for a file without one (a header, most often) the
     entry of the nearest file that has one, as clangd interpolates; else defaults, with every
     folder of the tree that holds headers searched for ``#include "..."`` (a tree not built,
     whose headers live apart from its sources: include/, src/core/). Always the builtin
-    headers."""
+    headers, INCLUDE_DIRS (the headers of libraries the tree uses, installed apart) and
+    DEFINES (``HAVE_CONFIG_H``, ``NAME=VALUE``: what its build defines)."""
     language = SOURCE_SUFFIXES.get(path.suffix, "c")
+    extra = [a for d in include_dirs for a in ("-I", str(d))] + [f"-D{d}" for d in defines]
     if not commands:
         quoted = [a for d in header_dirs(str(root)) for a in ("-iquote", d)]
-        return default_flags(language) + ["-I", str(path.parent), "-I", str(root), *quoted]
+        here = ["-I", str(path.parent), "-I", str(root)]
+        return default_flags(language) + here + extra + quoted
     own = str(path.resolve())
     donor = own if own in commands else _nearest(own, commands)
     keep: list[str] = []
@@ -217,7 +226,7 @@ def compile_flags(path: Path, root: Path, commands: dict[str, list[str]] | None)
             continue
         keep.append(a)
     inc = builtin_include_dir()
-    return keep + (["-isystem", inc] if inc else [])
+    return keep + extra + (["-isystem", inc] if inc else [])
 
 
 @functools.lru_cache(maxsize=8)

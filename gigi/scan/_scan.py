@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -51,11 +52,19 @@ def _parse_one(args):
 
 
 def _parse_all(
-    files: list[Path], base: Path, commands, jobs: int, progress, done: int, total: int
+    files: list[Path],
+    base: Path,
+    commands,
+    includes: tuple[str, ...],
+    defines: tuple[str, ...],
+    jobs: int,
+    progress,
+    done: int,
+    total: int,
 ) -> list[Unit]:
     """Parse FILES (in worker processes when there are JOBS and files enough), reporting
     progress as DONE + i of TOTAL."""
-    work = [(str(p), str(base), compile_flags(p, base, commands)) for p in files]
+    work = [(str(p), str(base), compile_flags(p, base, commands, includes, defines)) for p in files]
     units: list[Unit] = []
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(jobs) as pool:
@@ -80,11 +89,15 @@ def scan(
     progress: Callable[[int, int], None] | None = None,
     only: list[str] | None = None,
     rules: tuple[Rule, ...] = RULES,
+    include_dirs: list[str | os.PathLike] | None = None,
+    defines: list[str] | None = None,
 ) -> ScanResult:
     """Scan a source tree: parse it, let ``backend`` propose resources and events (``None``:
     the offline rules), and check and revise the proposals with ``rules`` in order. ``only``
     names the files to scan (paths under ``src``); the rest of the tree is still there for
-    their includes."""
+    their includes. ``include_dirs`` are searched for headers too (a library the tree uses,
+    whose headers are installed apart), and ``defines`` defined (``HAVE_CONFIG_H``), with or
+    without compile commands."""
     root = Path(src)
     backend = backend or OfflineRecall()
     files = source_files(root)
@@ -103,7 +116,15 @@ def scan(
     # sources first; the tree's headers they include come with them, walked in their context,
     # and only a header no source includes is parsed on its own
     sources = [p for p in files if p.suffix not in HEADER_SUFFIXES]
-    units = _parse_all(sources, base, commands, jobs, progress, 0, len(files))
+    includes = tuple(str(Path(d).resolve()) for d in include_dirs or ())
+    missing_dir = next((d for d in includes if not Path(d).is_dir()), None)
+    if missing_dir is not None:
+        raise ScanError(f"{missing_dir}: no such include folder")
+    defs = tuple(defines or ())
+    bad = next((d for d in defs if not re.fullmatch(r"[A-Za-z_]\w*(=.*)?", d)), None)
+    if bad is not None:
+        raise ScanError(f"{bad!r}: not a macro to define (NAME or NAME=VALUE)")
+    units = _parse_all(sources, base, commands, includes, defs, jobs, progress, 0, len(files))
     by_file = {u.file: u for u in units}
     for u in units:
         for h in u.headers:
@@ -113,7 +134,7 @@ def scan(
     done = len(files) - len(alone)
     if progress:
         progress(done, len(files))
-    for u in _parse_all(alone, base, commands, jobs, progress, done, len(files)):
+    for u in _parse_all(alone, base, commands, includes, defs, jobs, progress, done, len(files)):
         by_file[u.file] = u
     order = {unit_name(p, base): i for i, p in enumerate(files)}
     if only is not None:  # and the tree's headers those files include
