@@ -273,3 +273,69 @@ def test_connections_lost_on_an_error_path_are_a_leak(probed, tmp_path):
     top = json.loads(out.read_text())["findings"][0]
     assert (top["rank"], top["resource"], top["failure_mode"]) == (1, "conn_pool", "leak"), top
     assert top["evidence"]["lost_units"] >= 6, top["evidence"]
+
+
+SEM_API = """#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <time.h>
+
+/* a lock API: each function's job is one call to the platform's semaphores */
+void my_sem_wait(sem_t *sem) { sem_wait(sem); }
+void my_sem_post(sem_t *sem) { sem_post(sem); }
+
+static sem_t sem;
+
+static void *worker(void *arg) {
+    (void)arg;
+    my_sem_wait(&sem);
+    my_sem_post(&sem);
+    return NULL;
+}
+
+int main(void) {
+    pthread_t t;
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    sem_init(&sem, 0, 1);
+    my_sem_wait(&sem);  /* the only unit, held while the worker waits for it */
+    pthread_create(&t, NULL, worker, NULL);
+    nanosleep(&pause, NULL);
+    my_sem_post(&sem);
+    pthread_join(t, NULL);
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def test_a_wait_that_is_one_blocking_call_spans_the_call(tmp_path):
+    """A lock API's wait (its job is sem_wait): the WAIT begins before the call and ends with
+    it, before the ACQUIRE placed after the same statement; the worker's wait lasts as long
+    as the main thread held the unit."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "sem_api.c").write_text(SEM_API)
+    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
+    out = tmp_path / "probed"
+    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
+    report = json.loads((out / "gigi-instrument.json").read_text())
+    how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
+    assert how[("my_sem_wait", "WAIT")] == "around the call at line 7"
+    assert strip((out / "sem_api.c").read_text()) == SEM_API
+    binary = build(tmp_path, "sem_api", out / "sem_api.c", flags=("-Wall", "-Werror", "-pthread"))
+    trace, stdout = run_traced(binary, tmp_path)
+    assert stdout == b"done\n"
+    from gigi.queries import connect
+
+    events = (
+        connect(trace)
+        .execute("SELECT task, kind, dur FROM events WHERE resource = 'sem_t' ORDER BY seq")
+        .fetchall()
+    )
+    by_task: dict[int, list] = {}
+    for task, kind, dur in events:
+        by_task.setdefault(task, []).append((kind, dur))
+    kinds = sorted([k for k, _ in e] for e in by_task.values())
+    assert kinds == [[0, 1, 3], [0, 1, 3]]  # each: WAIT, then ACQUIRE, then RELEASE
+    waits = sorted(d for e in by_task.values() for k, d in e if k == 0)
+    assert waits[0] < 10_000_000 and waits[1] >= 40_000_000  # ns: the worker waited ~50 ms

@@ -136,7 +136,7 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     if kind == "WAIT":
         cands = [x for x in stmts if x.cursor.kind in loops and x.line <= line <= x.end_line]
         if not cands:
-            raise Unplaceable(f"no loop at line {line} of {s['function']}")
+            return _place_call(ci, stmts, s, res, obj, amount)
         loop = min(cands, key=lambda x: (x.line != line, x.end - x.start))
         body = _loop_body(ci, loop.cursor)
         if body is None or body.extent.start.file is None:
@@ -211,6 +211,36 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     return f"{'after' if after else 'before'} the statement at line {stmt.line}", ins
 
 
+def _place_call(ci, stmts: list, s: dict, res: str, obj: str, amount: str):
+    """A WAIT that is one blocking call (``sem_wait(sem)``, a lock API's wrapper of it): it
+    begins before the statement and ends when the statement does, in a block of its own, with
+    a scope as a branch's wait has (a wait of the same resource in what it calls is part of
+    it). A declaration is left alone: the block would hide what it declares."""
+    line, site = s["line"], s["site"]
+    starting = [x for x in stmts if x.line == line]
+    if not starting:
+        raise Unplaceable(f"no loop or statement at line {line} of {s['function']}")
+    stmt = max(starting, key=lambda x: x.end - x.start)
+    if stmt.cursor.kind == ci.CursorKind.DECL_STMT:
+        raise Unplaceable(f"the wait at line {line} is a declaration's value")
+    # the block closes before an ACQUIRE placed after the same statement: the wait ends first
+    return f"around the call at line {line}", [
+        (stmt.start, 1, f"{MARK_OPEN}{{ {_wait_begin(res, obj, amount, site)}{MARK_CLOSE}"),
+        (stmt.end, 4, f"{MARK_OPEN} }}{MARK_CLOSE}"),
+    ]
+
+
+def _wait_begin(res: str, obj: str, amount: str, site: int) -> str:
+    """A wait's beginning, in a scope of its own, ended by leaving the block it stands in."""
+    var, scope = f"gigi_wait_{site}", f"gigi_in_wait_{site}"
+    return (
+        f"int {scope} __attribute__((cleanup(gigi_scope_leave))) = "
+        f"gigi_scope_enter({res}, GIGI_WAIT); "
+        f"int64_t {var} __attribute__((cleanup(gigi_wait_cleanup))) = "
+        f"gigi_scope_outermost({scope}) ? gigi_wait_begin({res}, {obj}, {amount}, {site}) : 0;"
+    )
+
+
 def scope_handed_on(ci, raw: bytes, fn, before: int, scope: str) -> list:
     """Where a function leaves its scope early: before each return, ahead of its probe at
     ``before``, that returns what a call returns. That path hands the event to the call
@@ -250,13 +280,7 @@ def _place_branch(ci, branch, stmts: list[_Stmt], res: str, obj: str, amount: st
     when it is left by any way out (a variable with a cleanup attribute: a goto out, a
     return or a break end it too). A slow path of the same resource inside it, in a function
     it calls (the spill inside a miss), is part of this wait: a scope, as for other kinds."""
-    var, scope = f"gigi_wait_{site}", f"gigi_in_wait_{site}"
-    begin = (
-        f"int {scope} __attribute__((cleanup(gigi_scope_leave))) = "
-        f"gigi_scope_enter({res}, GIGI_WAIT); "
-        f"int64_t {var} __attribute__((cleanup(gigi_wait_cleanup))) = "
-        f"gigi_scope_outermost({scope}) ? gigi_wait_begin({res}, {obj}, {amount}, {site}) : 0;"
-    )
+    begin = _wait_begin(res, obj, amount, site)
     b0, b1 = branch.extent.start.offset, branch.extent.end.offset
     if branch.extent.start.file is None:
         raise Unplaceable(f"the branch at line {branch.extent.start.line} is in a macro")

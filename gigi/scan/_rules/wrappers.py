@@ -4,7 +4,8 @@ file's static helper, whose events are its callers') that makes one call beside 
 itself, or through a local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``), or hands
 it one of its own parameters to RELEASE or, for a lock (a resource held
 exclusive or shared, or a lock API's lock), to take,
-unconditionally or behind a test of its parameters alone (``if (p)``). Outside
+unconditionally or behind a test of its parameters alone (``if (p)``); where the call it
+wraps waits before it acquires (``uv_sem_wait`` around ``sem_wait``), it waits too. Outside
 any loop; proposed at the call, callers of callers too, up to ``ROUNDS`` deep; a function
 the scan already gave an event of that kind keeps its own. The instrumenter records the
 outermost of nested events of one kind and resource, so a wrapper's event and its
@@ -35,7 +36,7 @@ def through_wrappers(found: Found) -> Found:
     for c, ok, _ in found.sites:
         if ok:
             kinds_of.setdefault(c.function, set()).add(c.kind)
-            if c.kind in ("ACQUIRE", "RELEASE"):
+            if c.kind in ("ACQUIRE", "RELEASE", "WAIT"):
                 events.setdefault(c.function, {}).setdefault(c.kind, set()).add(c.resource)
     added = []
     for _ in range(ROUNDS):
@@ -52,11 +53,17 @@ def through_wrappers(found: Found) -> Found:
                 got = events.get(call.callee)
                 if not got or call.indirect or call.loops or call.callee == fn.name:
                     continue
-                for kind, resources in got.items():
+                acquired: set[str] = set()  # what this call acquires for the wrapper
+                for kind, resources in sorted(got.items(), key=lambda kr: kr[0] == "WAIT"):
                     if kind in kinds_of.get(fn.name, ()):
                         continue
+                    if kind == "WAIT":  # it waits where it acquires: in the call it wraps
+                        resources = resources & acquired
+                        fits, how = bool(resources), f"waits in {call.callee}, which it wraps"
                     passes = any(bare(a) in params for a in call.args)
-                    if kind == "ACQUIRE" and passes and resources <= locks:
+                    if kind == "WAIT":
+                        pass
+                    elif kind == "ACQUIRE" and passes and resources <= locks:
                         fits = unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which locks it"
                     elif kind == "ACQUIRE":
@@ -69,6 +76,8 @@ def through_wrappers(found: Found) -> Found:
                         how = f"hands its parameter to {call.callee}, which releases it"
                     if not fits:
                         continue
+                    if kind == "ACQUIRE":
+                        acquired |= resources
                     kinds_of.setdefault(fn.name, set()).add(kind)
                     for res in sorted(resources):
                         new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
