@@ -185,6 +185,31 @@ void unref(header_t *h) {
 """
 
 
+CAS_LOCK = """
+#include <sched.h>
+typedef struct { volatile long lock; volatile long wait; } spin_t;
+/* a shared slab pool, guarded by its spin lock */
+typedef struct slab { spin_t mutex; struct slab_page *free; long n_free; long max_free; } slab_t;
+
+int spin_trylock(spin_t *mtx, long me) {
+    return mtx->lock == 0 && __sync_bool_compare_and_swap(&mtx->lock, 0, me);
+}
+void spin_lock(spin_t *mtx, long me) {
+    for (;;) {
+        if (mtx->lock == 0 && __sync_bool_compare_and_swap(&mtx->lock, 0, me))
+            return;
+        sched_yield();
+    }
+}
+void spin_unlock(spin_t *mtx, long me) { __sync_bool_compare_and_swap(&mtx->lock, me, 0); }
+/* a count stepped by a swap, not the lock's word */
+void spin_wakeup(spin_t *mtx) {
+    long wait = mtx->wait;
+    if (wait > 0) __sync_bool_compare_and_swap(&mtx->wait, wait, wait - 1);
+}
+"""
+
+
 def _kept(tmp_path, files: dict[str, str], rules) -> set[tuple]:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -261,6 +286,22 @@ def test_the_object_is_what_the_call_hands_a_lock_function(tmp_path):
     assert lost == {
         ("wal_begin_read", "ACQUIRE", "wal", ""),
         ("wal_end_read", "RELEASE", "wal", ""),
+    }
+
+
+def test_a_word_swapped_to_a_value_and_back_is_a_lock(tmp_path):
+    gained, lost = _difference(tmp_path, {"spin.c": CAS_LOCK}, "locks_by_compare_and_swap")
+    assert gained == {
+        ("spin_trylock", "ACQUIRE", "spin_t", ""),
+        ("spin_lock", "ACQUIRE", "spin_t", ""),
+        ("spin_lock", "WAIT", "spin_t", ""),  # it yields between swaps
+        ("spin_unlock", "RELEASE", "spin_t", ""),
+    }
+    # what the recall proposed on the slab pool, whose only state they touch is its lock's
+    assert {(f, r) for f, _, r, _ in lost} == {
+        ("spin_trylock", "slab"),
+        ("spin_lock", "slab"),
+        ("spin_unlock", "slab"),
     }
 
 

@@ -224,6 +224,10 @@ def compile_flags(
             continue
         if a == donor or Path(a).name == Path(donor).name:
             continue
+        # a warning option changes no parse, and one clang does not know (GCC's
+        # -Wimplicit-fallthrough=3) is a warning of its own, printed for every file
+        if a.startswith("-W") and not a.startswith("-Wp,"):
+            continue
         keep.append(a)
     inc = builtin_include_dir()
     return keep + extra + (["-isystem", inc] if inc else [])

@@ -2,8 +2,8 @@
 has found so far (``Found``) and returns it revised. The first checks each proposal against
 the code (``verified``); the ones after it move an event to where callers see it, name what a
 wait waits for, reject what another event already covers, and find what no record proposed
-(a lock API, an allocator that keeps a budget, a count waited on, the thin wrappers of
-them).
+(a lock API, an allocator that keeps a budget, a count waited on, a lock taken by
+compare-and-swap, the thin wrappers of them).
 
 Each rule has its own tests on small C snippets (tests/test_scan_rules.py); ``scan`` takes the
 tuple as an argument, so a test or a bench can run without one rule to see what it adds."""
@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._rules.allocators import allocators_with_a_budget
+from gigi.scan._rules.cas_locks import locks_by_compare_and_swap
 from gigi.scan._rules.counts import counts_waited_for
 from gigi.scan._rules.interface import at_the_interface
 from gigi.scan._rules.locks import lock_apis
@@ -37,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     lock_apis,
     allocators_with_a_budget,
     counts_waited_for,
+    locks_by_compare_and_swap,
     through_wrappers,
 )
 
