@@ -890,3 +890,65 @@ def test_headers_installed_apart_and_the_builds_defines_reach_the_parse(tmp_path
     out = tmp_path / "out"
     assert main(["scan", str(src), "--out", str(out), "-I", str(lib), "-D", "HAVE_CONFIG_H"]) == 0
     assert "0 parse diagnostics" in capsys.readouterr().out
+
+
+SET_UP = """
+#include <stddef.h>
+typedef struct item { struct item *next; struct item *prev; int used; int flags; } item;
+/* the item pool: a free list with a count */
+typedef struct pool { item *free_items; int n_free; int capacity; } pool_t;
+
+static pool_t pool;
+
+item *item_alloc_pull(void) {
+    item *it = pool.free_items;
+    if (it == NULL)
+        return NULL;
+    pool.free_items = it->next;
+    pool.n_free--;
+    return it;
+}
+
+/* not thin: it sets the new item up, field by field, and hands it out */
+item *item_take(int flags, int hot, int cold, int temp) {
+    item *it = item_alloc_pull();
+    if (it == NULL)
+        return NULL;
+    it->next = it->prev = 0;
+    it->used = 0;
+    it->flags = flags;
+    if (hot)
+        it->flags |= 1;
+    else if (cold)
+        it->flags |= 2;
+    else if (temp)
+        it->flags |= 4;
+    if (flags & 8)
+        it->flags |= 16;
+    if (flags & 32)
+        it->flags |= 64;
+    if (flags & 128)
+        it->flags |= 256;
+    if (flags & 512)
+        it->flags |= 1024;
+    if (flags & 2048)
+        it->flags |= 4096;
+    if (flags & 8192)
+        it->flags |= 16384;
+    if (flags & 32768)
+        it->flags |= 65536;
+    if (flags & 131072)
+        it->flags |= 262144;
+    if (flags & 524288)
+        it->flags |= 1048576;
+    return it;
+}
+"""
+
+
+def test_a_function_that_sets_up_and_hands_out_an_object_acquires_it(tmp_path):
+    r, got = _sites_by(tmp_path, "items.c", SET_UP, r".")
+    assert ("item_alloc_pull", "ACQUIRE", "pool") in got
+    assert ("item_take", "ACQUIRE", "pool") in got  # returns what item_alloc_pull took
+    # zeroing the fields of what it just took gives nothing back
+    assert not {(f, k) for f, k, _ in got if k == "RELEASE"}

@@ -94,6 +94,8 @@ ACQUIRE_NAME = re.compile(
     r"|obtain|borrow|lease|new_",
     re.I,
 )
+# calls that make a new object: what they hand back is the caller's to set up
+MADE = re.compile(r"alloc|^new|_new|create|make|construct|strdup", re.I)
 RELEASE_NAME = re.compile(
     r"release|free|put|checkin|unpin|unref|deref|decref|truncate|evict|unlock|close|drop"
     r"|return|give|purge|end"
@@ -698,9 +700,19 @@ def release_effects(
         and a.target_base in fn.locals
         and any(s in links and s != a.target for s in a.sources)
     }
+    # objects the function just made (it = item_alloc(...); p = malloc(...)) and what it
+    # carves out of them (chunk = ITEM_schunk(it)): setting their fields up (it->next = 0,
+    # chunk->used = 0) starts them; nothing is given back
+    made: dict[str, int] = {}
+    for a in sorted(fn.assigns, key=lambda a: a.line):  # and what is carved out of them
+        if a.target in fn.locals and a.target not in made:
+            if any(MADE.search(c) for c in a.calls) or any(x in made for x in a.sources):
+                made[a.target] = a.line
     out = []
     for a in fn.assigns:
         if not _member_of(a.target, mine):
+            continue
+        if a.target_base in made and a.line > made[a.target_base]:
             continue
         member = a.target.split(".", 1)[1]
         if gives_units(a):

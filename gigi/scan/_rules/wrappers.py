@@ -46,7 +46,13 @@ def through_wrappers(found: Found) -> Found:
             work = [
                 c for c in fn.calls if not CHECKS.search(c.callee) and not GUARDS.search(c.callee)
             ]
-            if fn.internal or fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
+            if fn.internal:
+                continue
+            # a longer function only hands out the object a call it returns acquired
+            # (do_item_alloc returns what do_item_alloc_pull took, after setting it up): a
+            # status code it passes on (rc = lock(...); ...; return rc) hands out nothing
+            thin = fn.end_line - fn.line <= WRAPPER_LINES and len(work) <= 2
+            if not thin and "*" not in fn.return_type:
                 continue
             params = {n for _, n in fn.params if n}
             for call in work:
@@ -63,7 +69,9 @@ def through_wrappers(found: Found) -> Found:
                     passes = any(bare(a) in params for a in call.args)
                     if kind == "WAIT":
                         pass
-                    elif kind == "ACQUIRE" and passes and resources <= locks:
+                    elif not thin and kind != "ACQUIRE":
+                        continue
+                    elif kind == "ACQUIRE" and passes and resources <= locks and thin:
                         fits = unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which locks it"
                     elif kind == "ACQUIRE":
