@@ -40,6 +40,7 @@ from fetch import SUBSET, link_files, prepare, sqlite_tree  # noqa: E402
 
 from gigi.scan import scan  # noqa: E402
 from gigi.scan._labels import MAX_SITES, evaluate, evaluate_functions, load_labels  # noqa: E402
+from gigi.scan._scan import KINDS  # noqa: E402
 
 REAL = HERE / "tests" / "scan_real"
 GOALS = {"recall": 0.85, "kind_right": 0.85, "decoy_rate": 0.10}
@@ -113,6 +114,19 @@ def real_codebases(names: list[str] | None, details: bool) -> None:
                 f"{m['crowded']:8d} {m['decoy_rate']:6.0%} {m['precision']:9.0%} {wall:5.1f} "
                 f"{st['diagnostics']:5d}"
             )
+    print(
+        "\nper kind, verified, by function: recall / precision (labeled functions of the kind;"
+        " -: none labeled, or none given)"
+    )
+    print(f"{'codebase':10s} " + " ".join(f"{k:>17s}" for k in KINDS))
+    for name, held, _, _, ev in rows:
+        cells = []
+        for k in KINDS:
+            m = ev["verified"]["per_kind"][k]
+            rec = f"{m['recall']:4.0%}" if m["labeled"] else "   -"
+            pre = f"{m['precision']:4.0%}" if m["given"] else "   -"
+            cells.append(f"{rec} / {pre} ({m['labeled']:2d})")
+        print(f"{name + ('*' if held else ''):10s} " + " ".join(f"{c:>17s}" for c in cells))
     for label, pick in (("tuned", False), ("held out*", True)):
         mine = [ev["verified"] for _, held, _, _, ev in rows if held == pick]
         if not mine:

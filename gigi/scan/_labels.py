@@ -99,7 +99,21 @@ def evaluate_functions(result: ScanResult, labels: dict) -> dict:
         right = [k for k in found if kinds_right(kinds[k], labeled[k])]
         crowded = [k for k in found if len(sites[k]) > MAX_SITES]
         other = sorted(k for k in kinds if k not in labeled and k not in decoys)
+        # per kind, by function: of the functions labeled with it, those given it (recall);
+        # of the functions given it, those labeled with it (precision)
+        per_kind = {}
+        for kind in KINDS:
+            truth = {k for k, ks in labeled.items() if kind in ks}
+            given = {k for k, ks in kinds.items() if kind in ks}
+            hit = len(truth & given)
+            per_kind[kind] = {
+                "labeled": len(truth),
+                "given": len(given),
+                "recall": hit / len(truth) if truth else 1.0,
+                "precision": hit / len(given) if given else 1.0,
+            }
         out[stage] = {
+            "per_kind": per_kind,
             "found": len(found),
             "recall": len(found) / len(labeled) if labeled else 1.0,
             "kind_right": len(right) / len(found) if found else 1.0,
