@@ -292,11 +292,16 @@ def test_the_object_is_what_the_call_hands_a_lock_function(tmp_path):
 def test_a_word_swapped_to_a_value_and_back_is_a_lock(tmp_path):
     gained, lost = _difference(tmp_path, {"spin.c": CAS_LOCK}, "locks_by_compare_and_swap")
     assert gained == {
-        ("spin_trylock", "ACQUIRE", "spin_t", ""),
-        ("spin_lock", "ACQUIRE", "spin_t", ""),
-        ("spin_lock", "WAIT", "spin_t", ""),  # it yields between swaps
-        ("spin_unlock", "RELEASE", "spin_t", ""),
+        ("spin_trylock", "ACQUIRE", "spin_t", "mtx"),
+        ("spin_lock", "ACQUIRE", "spin_t", "mtx"),
+        ("spin_lock", "WAIT", "spin_t", "mtx"),  # it yields between swaps
+        ("spin_unlock", "RELEASE", "spin_t", "mtx"),
     }
+    # taken where the swap won (the return it guards), each event of the lock handed in
+    r = scan(tmp_path, jobs=1)
+    taken = next(c for c in r.verified() if (c.function, c.kind) == ("spin_lock", "ACQUIRE"))
+    assert CAS_LOCK.splitlines()[taken.line - 1].strip() == "return;"
+    assert {c.object_expr for c in r.verified() if c.resource == "spin_t"} == {"mtx"}
     # what the recall proposed on the slab pool, whose only state they touch is its lock's
     assert {(f, r) for f, _, r, _ in lost} == {
         ("spin_trylock", "slab"),
@@ -308,10 +313,10 @@ def test_a_word_swapped_to_a_value_and_back_is_a_lock(tmp_path):
 def test_a_count_waited_on_and_moved_is_a_pool(tmp_path):
     gained, lost = _difference(tmp_path, {"sem.c": SEMAPHORE}, "counts_waited_for")
     assert gained == {
-        ("my_sem_wait", "WAIT", "my_sem_t", ""),
-        ("my_sem_wait", "ACQUIRE", "my_sem_t", ""),
-        ("my_sem_trywait", "ACQUIRE", "my_sem_t", ""),
-        ("my_sem_post", "RELEASE", "my_sem_t", ""),
+        ("my_sem_wait", "WAIT", "my_sem_t", "sem"),
+        ("my_sem_wait", "ACQUIRE", "my_sem_t", "sem"),
+        ("my_sem_trywait", "ACQUIRE", "my_sem_t", "sem"),
+        ("my_sem_post", "RELEASE", "my_sem_t", "sem"),
     }
     assert lost == set()
 

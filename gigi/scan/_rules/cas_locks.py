@@ -37,12 +37,22 @@ def locks_by_compare_and_swap(found: Found) -> Found:
         if len(words) != 1 or any(not w for _, w in swaps):
             continue
         record = next(iter(words)).split(".", 1)[0]
+        # the object: which lock, the one the function is handed
+        holder = next(MEMBER.match(call.args[0].strip()).group(1) for call, _ in swaps)
         directions = {_direction(call) for call, _ in swaps}
         if len(directions) != 1:
             continue
         kind = directions.pop()
         first = min(call.line for call, _ in swaps)
-        events = [(kind, first, f"swaps {next(iter(words))} {_how(kind)}")]
+        # taken where the swap succeeded: in the branch a successful swap takes (if (cas(...))
+        # return;), not after it, where the swap failed and the loop goes round again
+        won = [
+            b.line
+            for b in fn.branches
+            if b.side == 0 and any(CAS.search(c) for c in b.cond_calls) and b.line > first
+        ]
+        at = min(won) if kind == "ACQUIRE" and won else first
+        events = [(kind, at, f"swaps {next(iter(words))} {_how(kind)}")]
         if kind == "ACQUIRE":
             spin = [
                 lp
@@ -59,7 +69,7 @@ def locks_by_compare_and_swap(found: Found) -> Found:
             if record not in found.by_name and record not in new:
                 reason = f"a word {fn.name} takes or gives back by compare-and-swap"
                 new[record] = found_by(record, fn, "exclusive", "locks", reason)
-            c = Candidate(fn.file, fn.name, line, kind_, record, "", "1", "heuristic", why)
+            c = Candidate(fn.file, fn.name, line, kind_, record, holder, "1", "heuristic", why)
             sites.append(Site(c, True, f"verified: {why}"))
             folded[fn.name] = record
     if not sites:

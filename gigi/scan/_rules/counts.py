@@ -42,7 +42,7 @@ def counts_waited_for(found: Found) -> Found:
     new: dict[str, object] = {}  # resources this rule found, by name
     sites = []
 
-    def site(fn, line, kind, member, why):
+    def site(fn, line, kind, member, why, holder=""):
         record = member.split(".", 1)[0]
         if (fn.name, kind, record) in have:
             return
@@ -50,11 +50,13 @@ def counts_waited_for(found: Found) -> Found:
         if record not in found.by_name and record not in new:
             reason = f"a count ({member}) that {fn.name} waits on and moves"
             new[record] = found_by(record, fn, "pool", "units", reason)
-        c = Candidate(fn.file, fn.name, line, kind, record, "", "1", "heuristic", why)
+        c = Candidate(fn.file, fn.name, line, kind, record, holder, "1", "heuristic", why)
         sites.append(Site(c, True, f"verified: {why}"))
 
+    # the object: whose count it is (the semaphore the function is handed)
     for fn, line, m in waits:
-        site(fn, line, "WAIT", m, f"waits until {m} lets it take a unit")
+        holder = next((a.target_base for a in fn.assigns if a.target == m), "")
+        site(fn, line, "WAIT", m, f"waits until {m} lets it take a unit", holder)
     for fn in found.functions.values():
         for m, take in waited.items():
             mine = [a for a in fn.assigns if a.target == m and a.op in OPPOSITE]
@@ -63,7 +65,8 @@ def counts_waited_for(found: Found) -> Found:
             a = mine[0]
             kind = "ACQUIRE" if a.op == take else "RELEASE"
             verb = "takes a unit of" if kind == "ACQUIRE" else "gives back a unit of"
-            site(fn, a.line, kind, m, f"{verb} {m}, a count others wait on ({a.text.strip()})")
+            why = f"{verb} {m}, a count others wait on ({a.text.strip()})"
+            site(fn, a.line, kind, m, why, a.target_base)
     return replace(found, resources=(*found.resources, *new.values()), sites=(*found.sites, *sites))
 
 
