@@ -77,6 +77,34 @@ void warm_page(const char *name, int pgno)
 }
 """
 
+RECLAIM = """
+extern void reclaim_pages(pcache_t *c);
+
+/* no sleep, no I/O by name: it makes room and tries again when the cache gave nothing */
+page_t *pager_fetch_or_reclaim(pager_t *p, int pgno)
+{
+    page_t *pg = NULL;
+    for (int i = 0; i < 3; i++) {
+        pg = pcache_fetch(p->cache, pgno);
+        if (pg == NULL)
+            reclaim_pages(p->cache);
+        else
+            break;
+    }
+    return pg;
+}
+
+/* not a retry: one fetch for each of many pages, nothing made of a miss */
+int pager_count_cached(pager_t *p, int n)
+{
+    int cached = 0;
+    for (int i = 0; i < n; i++)
+        if (pcache_fetch(p->cache, i) != NULL)
+            cached++;
+    return cached;
+}
+"""
+
 HELPER = """
 /* the file's own: a page unpinned goes back to the free list when no one holds it */
 static void page_unpin(pcache_t *c, page_t *pg)
@@ -268,6 +296,12 @@ def test_a_loop_retrying_an_acquire_waits_for_its_resource(tmp_path):
         ("warm_page", "WAIT", "pcache", ""),  # a function of no resource
     }
     assert lost == {("pager_wait_page", "WAIT", "pager", "")}
+
+
+def test_a_loop_that_makes_room_and_tries_again_waits(tmp_path):
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + RECLAIM}, "waits_for_what_they_retry")
+    assert gained == {("pager_fetch_or_reclaim", "WAIT", "pcache", "")}
+    assert lost == set()
 
 
 def test_a_static_helper_is_part_of_its_callers_event(tmp_path):

@@ -622,7 +622,7 @@ def lookups(fn: Function, mine: set[str]) -> dict[str, str]:
     return out
 
 
-def _misses(b: Branch, local: str) -> bool:
+def misses(b: Branch, local: str) -> bool:
     """Whether the branch runs when ``local`` holds nothing ready: the then-side of ``!p`` or
     ``p == 0``, the else-side of ``p``, ``p->member`` or ``p != 0`` (and more)."""
     t, x = re.sub(r"\s+", "", b.cond), re.escape(local)
@@ -643,7 +643,7 @@ def slow_branches(fn: Function, mine: set[str]) -> list[SlowBranch]:
         if not slow:
             continue
         around = ", ".join(slow)
-        missed = next((x for x in b.cond_locals if x in found and _misses(b, x)), None)
+        missed = next((x for x in b.cond_locals if x in found and misses(b, x)), None)
         if missed:
             why = f"branch taken when {found[missed]}() gave no ready object ({b.cond}): a miss"
             out.append(SlowBranch(b, f"{why}, around {around}", found[missed]))

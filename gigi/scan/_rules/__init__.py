@@ -33,13 +33,13 @@ RULES: tuple[Rule, ...] = (
     uses_inside_a_move,
     objects_through_calls,
     at_the_interface,
-    waits_for_what_they_retry,
     waits_on_what_they_missed,
     lock_apis,
     allocators_with_a_budget,
     counts_waited_for,
     locks_by_compare_and_swap,
     through_wrappers,
+    waits_for_what_they_retry,
 )
 
 

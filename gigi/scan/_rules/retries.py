@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gigi.scan._offline import Candidate, links_of, records_of
+from gigi.scan._offline import Candidate, links_of, misses, records_of
+from gigi.scan._rules._code import CHECKS
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._verify import verify
 
@@ -55,5 +56,30 @@ def waits_for_what_they_retry(found: Found) -> Found:
                 f"loop retrying {callee}, an ACQUIRE of {resource}",
             )
             v = verify(c, fn, records_of(g), True, links_of(g))
+            if not v.ok and (after := _after_a_miss(fn, loop, callee)):
+                why = f"verified: it retries {callee} after {after} when {callee} gave nothing"
+                out.append(Site(replace(c, why=why[len("verified: ") :]), True, why))
+                continue
             out.append(Site(c, v.ok, f"{v.reason}; it retries {callee}" if v.ok else v.reason))
     return replace(found, sites=tuple(out))
+
+
+def _after_a_miss(fn, loop, callee: str) -> str:
+    """What a loop calls to make room before it retries CALLEE (an eviction, a reclaim:
+    memcached's do_item_alloc_pull pulls the LRU's tail when slabs_alloc gave nothing), or
+    "": the call in a branch of the loop taken when what CALLEE returned holds nothing. A
+    loop that calls CALLEE for each of many things, and makes nothing of a miss, is not a
+    retry."""
+    got = {
+        a.target
+        for a in fn.assigns
+        if callee in a.calls and loop.line <= a.line <= loop.end_line and a.target in fn.locals
+    }
+    for b in fn.branches:
+        if not loop.line <= b.line <= loop.end_line:
+            continue
+        if any(misses(b, x) for x in got):
+            other = [c for c in b.body_calls if c != callee and not CHECKS.search(c)]
+            if other:
+                return other[0]
+    return ""
