@@ -952,3 +952,28 @@ def test_a_function_that_sets_up_and_hands_out_an_object_acquires_it(tmp_path):
     assert ("item_take", "ACQUIRE", "pool") in got  # returns what item_alloc_pull took
     # zeroing the fields of what it just took gives nothing back
     assert not {(f, k) for f, k, _ in got if k == "RELEASE"}
+
+
+def test_compile_commands_paths_are_the_entrys_and_a_linked_source_is_dropped(tmp_path):
+    """libclang parses in the scanner's folder: every path an entry names is made absolute
+    from its directory, separate (-I inc) or joined (-Iinc); and the source leaves the
+    arguments by whatever name the build gave it (a link configure made)."""
+    from gigi.scan._parse import compile_flags, load_compile_commands
+
+    build = tmp_path / "src" / "port"
+    build.mkdir(parents=True)
+    (build / "posix_sema.c").write_text("int sema;\n")
+    (build / "pg_sema.c").symlink_to("posix_sema.c")
+    entry = {
+        "directory": str(build),
+        "file": "pg_sema.c",
+        "arguments": ["cc", "-c", "-I", "../inc", "-Iinc2", "-iquote", "q", "pg_sema.c"],
+    }
+    (tmp_path / "cc.json").write_text(json.dumps([entry]))
+    flags = compile_flags(
+        build / "posix_sema.c", tmp_path, load_compile_commands(tmp_path / "cc.json")
+    )
+    assert flags[:5] == ["-I", f"{build}/../inc", f"-I{build}/inc2", "-iquote", f"{build}/q"]
+    assert not any(f.endswith(".c") for f in flags)
+    r = scan(tmp_path / "src", compile_commands=tmp_path / "cc.json", jobs=1)
+    assert r.stats["diagnostics"] == 0

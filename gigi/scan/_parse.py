@@ -278,16 +278,39 @@ def load_compile_commands(path: Path) -> dict[str, list[str]]:
         directory = Path(e.get("directory", "."))
         file = (directory / e["file"]).resolve()
         args = e.get("arguments") or shlex.split(e.get("command", ""))
-        args = [
-            a if not a.startswith("-I") or len(a) == 2 else _abs_include(a, directory) for a in args
-        ]
-        out[str(file)] = args
+        out[str(file)] = _absolute(args, directory, file)
     return out
 
 
-def _abs_include(flag: str, directory: Path) -> str:
-    p = Path(flag[2:])
-    return "-I" + str(p if p.is_absolute() else directory / p)
+# flags followed by a path, which the build meant relative to the entry's directory
+PATH_FLAGS = ("-I", "-iquote", "-isystem", "-idirafter", "-include", "-imacros")
+
+
+def _absolute(args: list[str], directory: Path, file: Path) -> list[str]:
+    """An entry's arguments with its paths made absolute (libclang parses in the scanner's
+    own folder, not the entry's), and without the source itself, by whatever name the build
+    gave it (a link configure made: PostgreSQL's port/pg_sema.c is posix_sema.c)."""
+
+    def absolute(path: str) -> str:
+        return path if Path(path).is_absolute() else str(directory / path)
+
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in PATH_FLAGS and i + 1 < len(args):
+            out += [a, absolute(args[i + 1])]
+            i += 2
+            continue
+        if a.startswith("-I") and len(a) > 2:
+            out.append("-I" + absolute(a[2:]))
+        elif i and not a.startswith("-") and a.endswith(tuple(SOURCE_SUFFIXES)):
+            if (directory / a).resolve() != file:
+                out.append(a)
+        else:
+            out.append(a)
+        i += 1
+    return out
 
 
 def source_files(root: Path) -> list[Path]:
@@ -946,9 +969,17 @@ def _internal(ci, c) -> bool:
         return False
 
 
+WRITTEN_MAX = 400  # tokens of a call past which its arguments are read from the AST instead
+
+
 def _written_args(c) -> list[str]:
-    """A call's arguments as its own tokens spell them, split at the top-level commas."""
-    toks = [t.spelling for t in c.get_tokens()]
+    """A call's arguments as its own tokens spell them, split at the top-level commas; []
+    for a call too long to spell cheaply (its arguments are then read from the AST)."""
+    toks = []
+    for t in c.get_tokens():
+        toks.append(t.spelling)
+        if len(toks) > WRITTEN_MAX:
+            return []
     if "(" not in toks or toks[-1] != ")":
         return []
     out, cur, depth = [], [], 0
@@ -965,8 +996,20 @@ def _written_args(c) -> list[str]:
     return out
 
 
+TEXT_MAX = 300  # characters of an expression's or statement's text the scan keeps
+
+
 def _text(c) -> str:
-    return " ".join(t.spelling for t in c.get_tokens())[:300]
+    """The first TEXT_MAX characters of C's tokens, spelt with a space between each. The
+    tokens are read only as far as that: spelling a whole loop or function to keep its first
+    line (yyparse, 10k lines of tokens, once for each loop nested in it) cost minutes."""
+    out, n = [], 0
+    for t in c.get_tokens():
+        out.append(t.spelling)
+        n += len(out[-1]) + 1
+        if n > TEXT_MAX:
+            break
+    return " ".join(out)[:TEXT_MAX]
 
 
 def _comment(c) -> str:
