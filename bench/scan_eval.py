@@ -7,7 +7,7 @@ PostgreSQL, each fetched from Debian's source packages by tests/debian.py, with 
 written from reading the code): the labeled files scanned offline in their whole tree, and per
 codebase and stage (proposed; verified) the labeled functions found, their kinds right, the
 functions with more than 3 sites, the decoys hit and the precision over every function of the
-labeled files, and the parse diagnostics (clang's errors: a header not found). Each tree is
+labeled files, and the parse errors (clang's: a header not found). Each tree is
 first made to parse as its build would (``prepared``: its configure step, its include
 folders, the headers of the libraries it uses). Codebases whose file says "held_out": true are
 printed apart: no rule or threshold was tuned on them. --details lists what was missed,
@@ -103,7 +103,7 @@ def real_codebases(names: list[str] | None, details: bool) -> None:
     print(
         f"\n{'codebase':10s} {'lines':>6s} {'fns':>4s} {'decoys':>6s} {'stage':9s} "
         f"{'recall':>6s} {'kind ok':>7s} {f'>{MAX_SITES} sites':>8s} {'decoys':>6s} "
-        f"{'precision':>9s} {'s':>5s} {'diag':>5s}"
+        f"{'precision':>9s} {'s':>5s} {'errs':>5s}"
     )
     for name, held, st, wall, ev in rows:
         for stage in ("recall", "verified"):
@@ -112,7 +112,7 @@ def real_codebases(names: list[str] | None, details: bool) -> None:
                 f"{name + ('*' if held else ''):10s} {st['lines']:6d} {ev['labeled']:4d} "
                 f"{ev['decoys']:6d} {stage:9s} {m['recall']:6.0%} {m['kind_right']:7.0%} "
                 f"{m['crowded']:8d} {m['decoy_rate']:6.0%} {m['precision']:9.0%} {wall:5.1f} "
-                f"{st['diagnostics']:5d}"
+                f"{st['errors']:5d}"
             )
     print(
         "\nper kind, verified, by function: recall / precision (labeled functions of the kind;"

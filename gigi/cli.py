@@ -769,7 +769,8 @@ def scan(
     st = report["stats"]
     typer.echo(
         f"scanned {st['files']} files, {st['lines']:,} lines, {st['functions']} functions "
-        f"(parse {st['parse_s']:.1f} s); {st['diagnostics']} parse diagnostics"
+        f"(parse {st['parse_s']:.1f} s); {st['diagnostics']} parse diagnostics "
+        f"({st['errors']} errors)"
     )
     if "llm" in st:
         from gigi.scan._llm import summary_line

@@ -155,6 +155,9 @@ def scan(
         "functions": len(functions),
         "records": len(records),
         "diagnostics": sum(len(u.diagnostics) for u in units),
+        # of which errors: a header not found, flags the build's and not the parse's (a
+        # warning, such as gcc's gnu_printf, changes nothing the scan reads)
+        "errors": sum(d.severity in ("error", "fatal") for u in units for d in u.diagnostics),
         "parse_s": round(parse_s, 3),
         "recall_s": round(recall_s, 3),
         "verify_s": round(sum(rule_s.values()), 3),
