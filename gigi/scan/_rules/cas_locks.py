@@ -29,21 +29,20 @@ def locks_by_compare_and_swap(found: Found) -> Found:
     folded: dict[str, str] = {}  # function -> the lock whose state it touches
     for fn in found.functions.values():
         swaps = [
-            (call, _word(fn, call))
+            (call, *_swapped(fn, call))
             for call in fn.calls
             if CAS.search(call.callee) and not _counts(call)
         ]
-        words = {w for _, w in swaps if w}
-        if len(words) != 1 or any(not w for _, w in swaps):
+        words = {w for _, w, _ in swaps if w}
+        if len(words) != 1 or any(not w for _, w, _ in swaps):
             continue
         record = next(iter(words)).split(".", 1)[0]
-        # the object: which lock, the one the function is handed
-        holder = next(MEMBER.match(call.args[0].strip()).group(1) for call, _ in swaps)
-        directions = {_direction(call) for call, _ in swaps}
+        holder = swaps[0][2]  # the object: which lock, the one the function is handed
+        directions = {_direction(call) for call, _, _ in swaps}
         if len(directions) != 1:
             continue
         kind = directions.pop()
-        first = min(call.line for call, _ in swaps)
+        first = min(call.line for call, _, _ in swaps)
         # taken where the swap succeeded: in the branch a successful swap takes (if (cas(...))
         # return;), not after it, where the swap failed and the loop goes round again
         won = [
@@ -57,7 +56,7 @@ def locks_by_compare_and_swap(found: Found) -> Found:
             spin = [
                 lp
                 for lp in fn.loops
-                if any(lp.line <= call.line <= lp.end_line for call, _ in swaps)
+                if any(lp.line <= call.line <= lp.end_line for call, _, _ in swaps)
                 and any(SLEEPS.search(c) for c in lp.body_calls)
             ]
             if spin:
@@ -88,16 +87,17 @@ def locks_by_compare_and_swap(found: Found) -> Found:
     return replace(found, resources=(*found.resources, *new.values()), sites=(*out, *sites))
 
 
-def _word(fn, call) -> str:
-    """record.member the swap works on, when it is a member of what FN is handed."""
+def _swapped(fn, call) -> tuple[str, str]:
+    """record.member the swap works on and the parameter it is a member of, when it is a
+    member of what FN is handed; else ("", "")."""
     m = MEMBER.match(call.args[0].strip()) if call.args else None
     params = {n for _, n in fn.params}
     if m is None or m.group(1) not in params:
-        return ""
+        return "", ""
     record = next(
         (a.record for a in fn.accesses if a.base == m.group(1) and a.member == m.group(3)), ""
     )
-    return f"{record}.{m.group(3)}" if record else ""
+    return (f"{record}.{m.group(3)}", m.group(1)) if record else ("", "")
 
 
 def _counts(call) -> bool:
