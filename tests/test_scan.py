@@ -764,6 +764,8 @@ extern unsigned getLRUClock(void);
 void hold(item *it) { refcount_incr(it); }
 void drop(item *it) { refcount_decr(it); }
 unsigned lru_now(void) { return getLRUClock(); }
+#define COUNT_UP(val) do { *(val) += 1; } while (0)
+void hold_again(item *it) { COUNT_UP(&it->refcount); }
 """
 
 
@@ -776,6 +778,10 @@ def test_an_operator_a_macro_spells_is_read_and_a_clock_is_no_lock(tmp_path):
         ("item.refcount", "it", "+=")
     ]
     assert [(a.target, a.op) for a in fns["drop"].assigns] == [("item.refcount", "-=")]
+    # what an address points to is what was addressed: *(&it->refcount) += 1
+    assert [(a.target, a.target_base, a.op) for a in fns["hold_again"].assigns] == [
+        ("item.refcount", "it", "+=")
+    ]
     assert lock_calls(fns["lru_now"], unlock=False) == []
 
 

@@ -821,6 +821,12 @@ class _Body:
         if node.kind == K.CALL_EXPR and node.spelling == "operator[]":
             kids = list(node.get_children())
             return self.target(kids[0]) if kids else ("", "")
+        if node.kind == K.UNARY_OPERATOR and _operator(node) == "*":
+            # what an address points to is what was addressed: a macro's *(val) += 1 on
+            # &pool->used (HAProxy's HA_ATOMIC_INC without threads) moves pool->used
+            inner = self.unwrap(next(iter(node.get_children()), None))
+            if inner is not None and inner.kind == K.UNARY_OPERATOR and _operator(inner) == "&":
+                return self.target(next(iter(inner.get_children())))
         if node.kind == K.MEMBER_REF_EXPR:
             m = self.member_of(node)
             if m:
