@@ -128,6 +128,41 @@ def test_lost_events_of_a_log_truncated_in_big_steps_are_not_growth(tmp_path):
         assert (top.failure_mode, top.resource) == ("unbounded_growth", "log")
 
 
+
+def test_a_log_read_by_polling_that_purges_behind_is_growth(tmp_path):
+    """What a poller of a server's counters sees when a long transaction holds back the
+    purge: each 100 ms a rise of a few hundred, every two seconds a purge of what little it
+    may remove. Few, large RELEASEs make a wide noise, yet the rise of 45,000 is far more than
+    losing any share of them could explain (CI once missed this shape: rise 3.96 times a
+    noise that assumed more than every event lost)."""
+    appends, every = 170, 20
+    ts = np.arange(appends, dtype=np.int64) * 100_000_000
+    purges = ts[every - 1 :: every] + 50_000_000
+    at = np.concatenate([ts, purges])
+    order = np.argsort(at, kind="stable")
+    kind = np.concatenate([np.full(appends, 1), np.full(len(purges), 3)]).astype(np.uint8)
+    amount = np.concatenate([np.full(appends, 400), np.full(len(purges), 2_800)])
+    task = np.concatenate([np.full(appends, 1), np.full(len(purges), 2)])
+    trace = tmp_path / "polled"
+    trace.mkdir()
+    write_stream(
+        trace / "events.arrows",
+        events(
+            ts=at[order],
+            kind=pa.array(kind[order], pa.uint8()),
+            resource=["dead_rows"] * len(order),
+            task=task[order],
+            thread=task[order],
+            amount=pa.array(amount[order], pa.int64()),
+        ),
+    )
+    top = diagnose(trace).findings[0]
+    assert (top.failure_mode, top.resource, top.culprit_tasks[0]) == (
+        "unbounded_growth",
+        "dead_rows",
+        1,
+    )
+
 def test_json_follows_the_contract(demo_store, tmp_path, capsys):
     out = tmp_path / "d.json"
     assert main(["diagnose", str(demo_store), "--format", "json", "--output", str(out)]) == 0

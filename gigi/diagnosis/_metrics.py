@@ -58,7 +58,7 @@ METRICS_DOC = {
         "growth_start_ts": "when the growth episode began, ns",
         "growth_peak_ts": "when it peaked, ns",
         "growth_noise": "how far outstanding could drift by lost events alone over the "
-        "episode, units: sqrt(2 x the sum of its ACQUIREs' and RELEASEs' squared units)",
+        "episode, units: the square root of the sum of its ACQUIREs' and RELEASEs' squared units (twice the widest spread any rate of loss could give)",
         "growth_plateau": "true when outstanding levelled off (warm-up, not growth)",
         "growth_sustained": "true when it rose steadily without levelling off",
         "blamed_ns": "wait time blamed on other tasks, ns",
@@ -247,9 +247,11 @@ def resource_table(
 
     The growth episode's noise: each lost ACQUIRE lowers the running sum by its units, each
     lost RELEASE raises it by its own, so what lost events alone could add over the episode
-    is a random walk whose spread is the square root of the summed squared units of its
-    ACQUIREs and RELEASEs, taken twice for room. A log purged 512 records at a time drifts
-    256 times as far per lost purge as per lost append of 2."""
+    is a random walk. When a share p of the events is lost, its spread is the square root of
+    p(1-p) times the summed squared units of the ACQUIREs and RELEASEs; p(1-p) is at most a
+    quarter, so the noise is twice the widest spread any rate of loss could give. A log
+    purged 512 records at a time drifts 256 times as far per lost purge as per lost append
+    of 2."""
     names = resources.column("resource").to_pylist()
     span = max(end - start, 1)
     cols: dict[str, list] = {c: [] for c in METRICS_DOC["metrics_resources"]}
@@ -274,7 +276,7 @@ def resource_table(
         cols["growth_start_ts"].append(int(window_ts[g.start_window]))
         cols["growth_peak_ts"].append(int(window_ts[g.peak_window]))
         squares = float(square[r, g.start_window : g.peak_window + 1].sum())  # the episode's
-        cols["growth_noise"].append(float(np.sqrt(2 * squares)))
+        cols["growth_noise"].append(float(np.sqrt(squares)))  # 2 * sqrt(squares / 4)
         cols["growth_plateau"].append(g.plateau)
         cols["growth_sustained"].append(g.sustained)
         blamed = int(mine["blame_ns_sum"] or 0)
