@@ -128,7 +128,6 @@ def test_lost_events_of_a_log_truncated_in_big_steps_are_not_growth(tmp_path):
         assert (top.failure_mode, top.resource) == ("unbounded_growth", "log")
 
 
-
 def test_a_log_read_by_polling_that_purges_behind_is_growth(tmp_path):
     """What a poller of a server's counters sees when a long transaction holds back the
     purge: each 100 ms a rise of a few hundred, every two seconds a purge of what little it
@@ -162,6 +161,7 @@ def test_a_log_read_by_polling_that_purges_behind_is_growth(tmp_path):
         "dead_rows",
         1,
     )
+
 
 def test_json_follows_the_contract(demo_store, tmp_path, capsys):
     out = tmp_path / "d.json"

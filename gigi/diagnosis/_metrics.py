@@ -58,7 +58,8 @@ METRICS_DOC = {
         "growth_start_ts": "when the growth episode began, ns",
         "growth_peak_ts": "when it peaked, ns",
         "growth_noise": "how far outstanding could drift by lost events alone over the "
-        "episode, units: the square root of the sum of its ACQUIREs' and RELEASEs' squared units (twice the widest spread any rate of loss could give)",
+        "episode, units: the square root of the sum of its ACQUIREs' and RELEASEs' squared "
+        "units (twice the widest spread any rate of loss could give)",
         "growth_plateau": "true when outstanding levelled off (warm-up, not growth)",
         "growth_sustained": "true when it rose steadily without levelling off",
         "blamed_ns": "wait time blamed on other tasks, ns",
