@@ -983,3 +983,83 @@ def test_compile_commands_paths_are_the_entrys_and_a_linked_source_is_dropped(tm
     assert not any(f.endswith(".c") for f in flags)
     r = scan(tmp_path / "src", compile_commands=tmp_path / "cc.json", jobs=1)
     assert r.stats["diagnostics"] == 0
+
+
+QUEUES = """
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/queue.h>
+
+/* A job handed from the listener to the workers. */
+typedef struct job { int fd; STAILQ_ENTRY(job) link; } job_t;
+
+/* The workers' queue of jobs, and a free list of spare jobs. */
+typedef struct job_queue {
+    STAILQ_HEAD(job_head, job) head;
+    pthread_mutex_t lock;
+    job_t *spare;
+    int n_spare;
+} job_queue_t;
+
+void jq_push(job_queue_t *q, job_t *j)
+{
+    pthread_mutex_lock(&q->lock);
+    STAILQ_INSERT_TAIL(&q->head, j, link);
+    pthread_mutex_unlock(&q->lock);
+}
+
+job_t *jq_pop(job_queue_t *q)
+{
+    job_t *j;
+    pthread_mutex_lock(&q->lock);
+    j = STAILQ_FIRST(&q->head);
+    if (j != NULL)
+        STAILQ_REMOVE_HEAD(&q->head, link);
+    pthread_mutex_unlock(&q->lock);
+    return j;
+}
+
+/* A request, and a hand-linked list of those waiting their turn. */
+typedef struct req { struct req *next; int id; } req_t;
+typedef struct req_queue { req_t *first; req_t *last; int n_waiting; } req_queue_t;
+
+void rq_add(req_queue_t *b, req_t *r)
+{
+    r->next = NULL;
+    if (b->last)
+        b->last->next = r;
+    else
+        b->first = r;
+    b->last = r;
+}
+
+req_t *rq_next(req_queue_t *b)
+{
+    req_t *r = b->first;
+    if (r != NULL)
+        b->first = r->next;
+    return r;
+}
+"""
+
+
+def test_a_queue_takes_a_place_when_work_is_linked_in_and_gives_it_back_when_taken_off(
+    tmp_path,
+):
+    """A queue of work is a free list the other way round: what is linked in holds its
+    place until a consumer takes it off. A list head spelled by sys/queue.h's macros (a
+    record of a first and a last pointer) lists what it points to, and the mutex a queue
+    keeps for its bookkeeping does not make it a lock."""
+    from gigi.scan._offline import phase1
+
+    r, got = _sites_by(tmp_path, "queues.c", QUEUES, r": work queued$|^takes work off")
+    assert got == {
+        ("jq_push", "ACQUIRE", "job_queue"),
+        ("jq_pop", "RELEASE", "job_queue"),
+        ("rq_add", "ACQUIRE", "req_queue"),
+        ("rq_next", "RELEASE", "req_queue"),
+    }, got
+    queue = next(g for g in phase1(r.units[0].records, r.units[0].members) if g.name == "job_queue")
+    assert queue.sharing == "pool" and "job" in queue.elements
+    objects = {(c.function, c.object_expr) for c in r.verified() if c.resource == "job_queue"}
+    assert objects >= {("jq_push", "j"), ("jq_pop", "j")}

@@ -25,7 +25,7 @@ RESOURCE_NAME = re.compile(
 NOT_RESOURCE = re.compile(r"config|conf$|settings|option|stat|metric|wrapper|guard|util", re.I)
 COUNTER = re.compile(
     r"^(n_|num_?|nr_)|count|used|usage|busy|free|refs?$|ref_?count|pin|head|tail|size|avail"
-    r"|in_use|inuse|outstanding|nslots|n_slots|charge|shared|exclusive",
+    r"|in_use|inuse|outstanding|nslots|n_slots|charge|shared|exclusive|active",
     re.I,
 )
 CAPACITY = re.compile(r"capacity|^size$|max|limit|n_?slots|total|cap_?$|^cap", re.I)
@@ -266,21 +266,36 @@ def bumps(fn: Function, mine: set[str]) -> list:
     return out
 
 
+def listed_by_heads(by_record: dict[str, list[Member]]) -> dict[str, str]:
+    """Records that are only a list's head: every member a pointer to one other record
+    (``STAILQ_HEAD(conn_ev_head, conn_queue_item)`` expands to a struct of a first and a
+    last ``conn_queue_item`` pointer). A resource that holds such a head holds what it
+    lists."""
+    out = {}
+    for name, ms in by_record.items():
+        pointed = {m.element for m in ms}
+        if ms and all("*" in m.type for m in ms) and len(pointed) == 1 and "" not in pointed:
+            (element,) = pointed
+            if element != name:
+                out[name] = element
+    return out
+
+
 def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
     by_record = members_by_record(members)
+    heads = listed_by_heads(by_record)
     out = []
     for r in records:
         ms = by_record.get(r.name, [])
         score, why = 0.0, []
-        elements = sorted(
-            {
-                m.element
-                for m in ms
-                if m.element
-                and m.element != r.name
-                and not m.element.startswith(("pthread", "__", "std"))
-            }
-        )
+        held = {
+            m.element
+            for m in ms
+            if m.element
+            and m.element != r.name
+            and not m.element.startswith(("pthread", "__", "std"))
+        }
+        elements = sorted(held | {heads[e] for e in held if e in heads} - {r.name})
         names = [m.name for m in ms]
         ring = any(BUFFER.match(n) for n in names) and {"head", "tail"} <= {
             n.rstrip("_").lower() for n in names
@@ -313,7 +328,12 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
             continue
         # by whole words: "storing" holds no ring, nor "blocks" a lock
         words = _words(r.name) + _words(r.comment)
-        lock_state = any(re.search(r"lock$|^e_?lock|lock_?mode", n, re.I) for n in names)
+        # a lock's own state (its mode, an exclusive flag), not the mutex that guards the
+        # record's bookkeeping (conn_queue's pthread_mutex_t lock)
+        lock_state = any(
+            re.search(r"lock$|^e_?lock|lock_?mode", m.name, re.I) and not SYNC.search(m.type)
+            for m in ms
+        )
         sharing = (
             "shared"
             if any(LOCK_WORD.fullmatch(w) or w in ("mdl", "latch", "latches") for w in words)
@@ -423,8 +443,23 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     ]
     referenced = references_taken(fn, takes, set(objects))
     holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
-    if (takes or cas or locks or pops) and (
-        returns_object or referenced or ACQUIRE_NAME.search(short) or first_reference(fn, mine)
+    moves = queue_moves(fn, mine, queue_heads(guess, links_of(guess)), holders_of)
+    pops = [a for a in pops if a not in moves.pops]
+    if moves.pushes:
+        a = moves.pushes[-1]
+        queued = next(x for x in a.sources if "." not in x and x not in holders_of)
+        cand("ACQUIRE", a.line, f"links {queued} into {a.target}: work queued", queued)
+    if moves.pops:
+        a = moves.pops[0]
+        taken = next((s for _, srcs, _ in fn.returns for s in srcs if s in fn.locals), "")
+        cand("RELEASE", a.line, f"takes work off {a.target}", taken)
+    queued = bool(moves.pushes or moves.pops)  # the queue's own events say it all
+    if (
+        not queued
+        and (takes or cas or locks or pops)
+        and (
+            returns_object or referenced or ACQUIRE_NAME.search(short) or first_reference(fn, mine)
+        )
     ):
         line = max([a.line for a in takes + pops] + [c.line for c in cas] + [c.line for c in locks])
         amount = next(
@@ -449,7 +484,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free_heads(guess, links)
     )
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
-    if effects and (RELEASE_NAME.search(short) or gives):
+    if not queued and effects and (RELEASE_NAME.search(short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
         # lowers p->nRef on every call and unpins only at zero; the release is the lowering,
         # or its holds would pair with only some of the ACQUIREs that raised it)
@@ -676,6 +711,57 @@ def free_heads(guess: ResourceGuess, links: set[str]) -> set[str]:
         if f"{m.record}.{m.name}" in links
         and (FREE_LIST.search(m.name) or re.match(r"^(const\s+)?void\s*\*", m.type))
     }
+
+
+# a list of work waiting its turn: what is linked in holds a place until it is taken off
+QUEUE = re.compile(r"queue|fifo|jobs?|work|pending|backlog|(^|_)w?q$", re.I)
+
+
+def queue_heads(guess: ResourceGuess, links: set[str]) -> set[str]:
+    """Of the resource's lists, those that queue work (named so, or the resource is): what
+    is linked into one holds a place in it until it is taken off, so a push takes a unit
+    and a pop gives one back, the other way round from a free list."""
+    named = bool(QUEUE.search(guess.name))
+    free = free_heads(guess, links)
+    return {
+        f"{m.record}.{m.name}"
+        for m in guess.members
+        if f"{m.record}.{m.name}" in links - free
+        and m.element != m.record  # an object's link to the next chains the list
+        and not FREE_LIST.search(m.name)
+        and (named or QUEUE.search(m.name))
+    }
+
+
+@dataclass(frozen=True)
+class QueueMoves:
+    pushes: list  # assignments that link an object handed in or made into a queue
+    pops: list  # assignments that set a queue's head to its first object's link
+
+
+def queue_moves(fn: Function, mine: set[str], queues: set[str], holders: set[str]) -> QueueMoves:
+    """Where the function links work into one of the resource's queues (a head or a last
+    link set to an object it was handed or made: ``*(cq->head).stqh_last = item``) or takes
+    work off one (the head set to its first object's link: ``head.first = first->next``).
+    ``holders``: the parameters that are the resource itself, which link nothing in."""
+    if not queues:
+        return QueueMoves([], [])
+    owners = {q.split(".", 1)[0] for q in queues}
+    # what is linked in comes from elsewhere: not the queue's own first object, read off it
+    first = {a.target for a in fn.assigns if "." not in a.target and set(a.sources) & queues}
+    objects = (set(fn.locals) | {n for _, n in fn.params}) - first
+    pushes, pops = [], []
+    for a in fn.assigns:
+        if a.op != "=" or a.target not in queues:
+            continue
+        if any(x in objects and x not in holders for x in a.sources if "." not in x):
+            pushes.append(a)
+        elif any(
+            "." in x and x.split(".", 1)[0] in mine - owners and LINK.search(x.split(".", 1)[1])
+            for x in a.sources
+        ):
+            pops.append(a)
+    return QueueMoves(pushes, pops)
 
 
 def release_effects(

@@ -827,6 +827,11 @@ class _Body:
             inner = self.unwrap(next(iter(node.get_children()), None))
             if inner is not None and inner.kind == K.UNARY_OPERATOR and _operator(inner) == "&":
                 return self.target(next(iter(inner.get_children())))
+            # and what is written through a list's last link (T **last) is linked into the
+            # list: STAILQ_INSERT_TAIL's *(head)->stqh_last = (elm)
+            if inner is not None and inner.kind == K.MEMBER_REF_EXPR:
+                if inner.type.spelling.replace(" ", "").endswith("**"):
+                    return self.target(inner)
         if node.kind == K.MEMBER_REF_EXPR:
             m = self.member_of(node)
             if m:

@@ -31,6 +31,7 @@ from gigi.scan._offline import (
     counted_up,
     is_status,
     lock_calls,
+    queue_moves,
     record_pattern,
     references_taken,
     release_effects,
@@ -59,11 +60,13 @@ def verify(
     links: set[str],
     level: str = "",
     free: set[str] = frozenset(),
+    queues: set[str] = frozenset(),
 ) -> Verdict:
     """``mine``: the resource's records (its own and its objects'); ``links``: its members
     that list objects (free lists, slot arrays, maps), as ``record.member``; ``level``: for a
     log counted by its end position, the path to that member; ``free``: the links that hold
-    units no one has (``gigi.scan._offline.free_heads``)."""
+    units no one has (``gigi.scan._offline.free_heads``); ``queues``: the links that queue
+    work (``queue_heads``)."""
     if fn is None:
         return Verdict(False, f"no function {c.function} in {c.file}")
     if not fn.line <= c.line <= fn.end_line:
@@ -74,6 +77,14 @@ def verify(
         return Verdict(False, f"{c.resource} is not a resource found in phase 1")
     if level:
         return _level_change(c, fn, level)
+    if queues and c.kind in ("ACQUIRE", "RELEASE"):
+        holders = {n for t, n in fn.params if record_pattern(c.resource).search(t)}
+        moves = queue_moves(fn, mine, queues, holders)
+        moved = moves.pushes if c.kind == "ACQUIRE" else moves.pops
+        if moved:
+            a = moved[0]
+            how = "work linked into" if c.kind == "ACQUIRE" else "work taken off"
+            return Verdict(True, f"{how} the queue {a.target} (line {a.line})")
     if c.kind == "RELEASE":
         return _release(c, fn, mine, links, free)
     check = {"ACQUIRE": _acquire, "WAIT": _wait, "USE": _use}.get(c.kind)

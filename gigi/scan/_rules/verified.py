@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gigi.scan._offline import free_heads, links_of, records_of
+from gigi.scan._offline import free_heads, links_of, queue_heads, records_of
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._verify import verify
 
@@ -16,12 +16,12 @@ def verified(found: Found) -> Found:
     lists = {}
     for g in found.resources:
         links = links_of(g)
-        lists[g.name] = (records_of(g), links, free_heads(g, links))
+        lists[g.name] = (records_of(g), links, free_heads(g, links), queue_heads(g, links))
     sites = []
     for c in found.proposals:
         fn = found.functions.get((c.file, c.function))
         g = found.by_name.get(c.resource)
-        mine, links, free = lists[c.resource] if g else (set(), set(), set())
-        v = verify(c, fn, mine, g is not None, links, g.level if g else "", free)
+        mine, links, free, queues = lists[c.resource] if g else (set(), set(), set(), set())
+        v = verify(c, fn, mine, g is not None, links, g.level if g else "", free, queues)
         sites.append(Site(c, v.ok, v.reason))
     return replace(found, sites=(*found.sites, *sites))
