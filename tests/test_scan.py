@@ -394,6 +394,10 @@ def test_a_thin_wrapper_performs_its_callees_event(tmp_path):
         "bp_get_zeroed": {"WAIT", "ACQUIRE"},  # through the local it returns
         "bp_get_twice": {"WAIT", "ACQUIRE"},  # a wrapper of a wrapper
         "bp_put": {"RELEASE"},  # through a cast, behind a test of its parameter
+        # a file's static helper wraps as well (memcached's notify_worker), and so does the
+        # function that wraps it
+        "get_quietly": {"WAIT", "ACQUIRE"},
+        "bp_get_quietly": {"WAIT", "ACQUIRE"},
     }
     sites = [c for c in r.verified() if c.function == "bp_get_page_nowait"]
     # the trace format's origins: a rule of the offline scan is a heuristic
@@ -1019,6 +1023,15 @@ job_t *jq_pop(job_queue_t *q)
     return j;
 }
 
+extern void wake_a_worker(void);
+
+/* a wrapper that hands the job it was given to jq_push, which takes it */
+void dispatch(job_queue_t *q, job_t *j)
+{
+    jq_push(q, j);
+    wake_a_worker();
+}
+
 /* A request, and a hand-linked list of those waiting their turn. */
 typedef struct req { struct req *next; int id; } req_t;
 typedef struct req_queue { req_t *first; req_t *last; int n_waiting; } req_queue_t;
@@ -1063,3 +1076,5 @@ def test_a_queue_takes_a_place_when_work_is_linked_in_and_gives_it_back_when_tak
     assert queue.sharing == "pool" and "job" in queue.elements
     objects = {(c.function, c.object_expr) for c in r.verified() if c.resource == "job_queue"}
     assert objects >= {("jq_push", "j"), ("jq_pop", "j")}
+    wrapped = {(c.function, c.kind) for c in r.verified() if c.why.startswith("a thin wrapper")}
+    assert wrapped == {("dispatch", "ACQUIRE")}, wrapped

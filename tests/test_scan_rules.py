@@ -376,7 +376,7 @@ def test_a_count_waited_on_and_moved_is_a_pool(tmp_path):
             {"buffer_pool.c": (CORPUS / "buffer_pool.c").read_text(), "wrappers.c": WRAPPERS},
             {
                 ("bp_get_page_nowait", "ACQUIRE", "buf_pool", ""),
-                ("bp_put", "RELEASE", "buf_pool", ""),
+                ("bp_put", "RELEASE", "buf_pool", "frame"),  # the frame it hands over
             },
         ),
     ],

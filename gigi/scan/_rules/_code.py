@@ -9,7 +9,9 @@ from gigi.scan._offline import ResourceGuess
 
 WRAPPER_LINES = 30  # a wrapper is short: its job is the call
 # calls that check or report, not work: a wrapper may make them beside its one call
-CHECKS = re.compile(r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$", re.I)
+CHECKS = re.compile(
+    r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$|^perror$|^fprintf$", re.I
+)
 # calls that take or give back a lock: a wrapper may take one around its call
 GUARDS = re.compile(r"mutex|spin_?(un)?lock|rwlock|(^|_)(un)?lock$", re.I)
 ERRNO = "__errno_location"  # errno, as the C library spells it
@@ -36,11 +38,15 @@ def bare(arg: str) -> str:
 
 def unconditional(fn, call) -> bool:
     """Whether CALL runs whenever FN does, but for tests of FN's own locals and parameters
-    (``if (p)``): a branch on the state of something else makes it a decision, not a
-    wrapper's one call."""
+    (``if (p)``): a branch on the state of something else, or on what another call
+    returned (``rc = lock(p); if (rc) unlock(p)``), makes it a decision, not a wrapper's one
+    call."""
     on_path = set(call.path)
+    results = {a.target for a in fn.assigns if a.calls and "." not in a.target}
     return all(
-        not b.cond_members and not b.cond_calls for b in fn.branches if (b.if_id, b.side) in on_path
+        not b.cond_members and not b.cond_calls and not set(b.cond_locals) & results
+        for b in fn.branches
+        if (b.if_id, b.side) in on_path
     )
 
 

@@ -1,9 +1,9 @@
-"""A thin wrapper performs its callee's event: a short function of the interface (not a
-file's static helper, whose events are its callers') that makes one call beside checks
-(a lock taken around it aside) and either returns what that call ACQUIREs (in the return
-itself, or through a local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``), or hands
-it one of its own parameters to RELEASE or, for a lock (a resource held
-exclusive or shared, or a lock API's lock), to take,
+"""A thin wrapper performs its callee's event: a short function (of the interface or a
+file's static helper) that makes one call beside checks and reports (a lock taken around
+it aside) and either returns what that call ACQUIREs (in the return itself, or through a
+local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``), or hands it one of its own
+parameters to RELEASE or, for a lock (a resource held exclusive or shared, or a lock API's
+lock) or a callee that ACQUIREs what it is handed (a job it queues), to take,
 unconditionally or behind a test of its parameters alone (``if (p)``); where the call it
 wraps waits before it acquires (``uv_sem_wait`` around ``sem_wait``), it waits too. Outside
 any loop; proposed at the call, callers of callers too, up to ``ROUNDS`` deep; a function
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gigi.scan._offline import Candidate
+from gigi.scan._offline import Candidate, record_pattern
 from gigi.scan._rules._code import (
     CHECKS,
     GUARDS,
@@ -33,11 +33,23 @@ def through_wrappers(found: Found) -> Found:
     locks = found.locks | {g.name for g in found.resources if g.sharing in ("exclusive", "shared")}
     kinds_of: dict[str, set[str]] = {}
     events: dict[str, dict[str, set[str]]] = {}  # function -> kind -> resources
+    # function -> the resources it ACQUIREs by taking what it is handed (a job queued, a
+    # reference taken on the object passed in): like a lock, not something it returns
+    handed: dict[str, set[str]] = {}
+    # function -> resource -> the positions of the parameters it RELEASEs: a wrapper hands
+    # one of its own there to release it
+    released: dict[str, dict[str, set[int]]] = {}
     for c, ok, _ in found.sites:
         if ok:
             kinds_of.setdefault(c.function, set()).add(c.kind)
             if c.kind in ("ACQUIRE", "RELEASE", "WAIT"):
                 events.setdefault(c.function, {}).setdefault(c.kind, set()).add(c.resource)
+            callee = found.functions.get((c.file, c.function))
+            params = callee.params if callee else []
+            if c.kind == "ACQUIRE" and c.object_expr in {n for _, n in params}:
+                handed.setdefault(c.function, set()).add(c.resource)
+            if c.kind == "RELEASE" and callee:
+                _released_at(released, callee, c.resource, c.line, c.object_expr)
     added = []
     for _ in range(ROUNDS):
         new: dict[str, dict[str, set[str]]] = {}
@@ -46,8 +58,6 @@ def through_wrappers(found: Found) -> Found:
             work = [
                 c for c in fn.calls if not CHECKS.search(c.callee) and not GUARDS.search(c.callee)
             ]
-            if fn.internal:
-                continue
             # a longer function only hands out the object a call it returns acquired
             # (do_item_alloc returns what do_item_alloc_pull took, after setting it up): a
             # status code it passes on (rc = lock(...); ...; return rc) hands out nothing
@@ -74,13 +84,26 @@ def through_wrappers(found: Found) -> Found:
                     elif kind == "ACQUIRE" and passes and resources <= locks and thin:
                         fits = unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which locks it"
+                    elif (
+                        kind == "ACQUIRE"
+                        and passes
+                        and thin
+                        and resources <= handed.get(call.callee, set())
+                    ):
+                        fits = unconditional(fn, call)
+                        how = f"hands its parameter to {call.callee}, which takes it"
+                        if fits:  # and so takes what it is handed, for its own callers
+                            handed.setdefault(fn.name, set()).update(resources)
                     elif kind == "ACQUIRE":
                         fits = returns_result_of(fn, call.callee)
                         how = f"returns what {call.callee} acquires"
                     elif sum(c.callee == call.callee for c in work) > 1:
                         fits = False  # giving back twice: a job of its own (a whole tree)
                     else:
-                        fits = passes and unconditional(fn, call)
+                        resources = {
+                            r for r in resources if _hands(fn, call, released[call.callee][r])
+                        }
+                        fits = bool(resources) and unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which releases it"
                     if not fits:
                         continue
@@ -89,13 +112,17 @@ def through_wrappers(found: Found) -> Found:
                     kinds_of.setdefault(fn.name, set()).add(kind)
                     for res in sorted(resources):
                         new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
+                        obj = ""
+                        if kind == "RELEASE":  # the parameter it hands over to be released
+                            obj = _handed_param(fn, call, released[call.callee][res])
+                            _released_at(released, fn, res, call.line, obj)
                         c = Candidate(
                             fn.file,
                             fn.name,
                             call.line,
                             kind,
                             res,
-                            "",
+                            obj,
                             "1",
                             "heuristic",
                             f"a thin wrapper: it {how}",
@@ -107,3 +134,43 @@ def through_wrappers(found: Found) -> Found:
             for kind, resources in kinds.items():
                 events.setdefault(name, {}).setdefault(kind, set()).update(resources)
     return replace(found, sites=(*found.sites, *added))
+
+
+def _released_at(released: dict, fn, resource: str, line: int, obj: str):
+    """Note where FN takes the object it RELEASEs of RESOURCE at LINE: the position of the
+    parameter OBJ; where OBJ is not named, of the parameters the release at LINE works on
+    (``sem->value++``, ``free(p)``), else of any pointer but the resource itself
+    (``pcache1Free(void *p)``); nowhere when it is something of the function's own (a page
+    it evicts)."""
+    names = [n for _, n in fn.params]
+    if obj:
+        at = {i for i, n in enumerate(names) if n == obj}
+    else:
+        here = [a for a in fn.assigns if a.line == line]
+        touched = {a.target_base for a in here} | {x for a in here for x in a.sources}
+        touched |= {bare(x) for c in fn.calls if c.line == line for x in c.args}
+        # and the parameters those locals were made from: it = (item *)ptr
+        touched |= {
+            x
+            for a in fn.assigns
+            if a.target in touched and a.target in fn.locals
+            for x in a.sources
+        }
+        at = {i for i, n in enumerate(names) if n and n in touched}
+        if not touched - {""}:
+            holder = record_pattern(resource)
+            at = {i for i, (t, _) in enumerate(fn.params) if "*" in t and not holder.search(t)}
+    released.setdefault(fn.name, {}).setdefault(resource, set()).update(at)
+
+
+def _hands(fn, call, at: set[int]) -> bool:
+    """Whether FN hands CALL one of its own parameters where the callee takes the object it
+    releases."""
+    return bool(_handed_param(fn, call, at))
+
+
+def _handed_param(fn, call, at: set[int]) -> str:
+    """That parameter of FN's, or ''."""
+    params = {n for _, n in fn.params if n}
+    args = [bare(a) for a in call.args]
+    return next((args[i] for i in sorted(at) if i < len(args) and args[i] in params), "")
