@@ -1078,3 +1078,55 @@ def test_a_queue_takes_a_place_when_work_is_linked_in_and_gives_it_back_when_tak
     assert objects >= {("jq_push", "j"), ("jq_pop", "j")}
     wrapped = {(c.function, c.kind) for c in r.verified() if c.why.startswith("a thin wrapper")}
     assert wrapped == {("dispatch", "ACQUIRE")}, wrapped
+
+
+REPLACEABLE = """
+#include <stddef.h>
+#include <string.h>
+#include <stdio.h>
+
+/* the allocator a user may replace */
+typedef struct {
+    void *(*local_malloc)(size_t size);
+    void (*local_free)(void *ptr);
+} my_allocator_t;
+
+static my_allocator_t my_allocator = { 0, 0 };
+
+void *my_malloc(size_t size) {
+    if (size > 0)
+        return my_allocator.local_malloc(size);
+    return NULL;
+}
+
+void my_free(void *ptr) { my_allocator.local_free(ptr); }
+
+char *my_strdup(const char *s) {
+    size_t len = strlen(s) + 1;
+    char *m = my_malloc(len);
+    if (m == NULL)
+        return NULL;
+    return memcpy(m, s, len);
+}
+
+/* an error message: a copy when there is memory for one, else a literal */
+const char *unknown_error(int err) {
+    char buf[32];
+    char *copy;
+    snprintf(buf, sizeof(buf), "error %d", err);
+    copy = my_strdup(buf);
+    return copy != NULL ? copy : "error";
+}
+"""
+
+
+def test_an_allocator_the_program_lets_be_replaced_is_its_heap(tmp_path):
+    """Calls through function pointers named for the C library's memory functions are the
+    program's own heap, counted or not, and its wrappers take their events from it; a
+    function that may hand out a string literal instead owns nothing it returns."""
+    r, got = _sites_by(tmp_path, "heap.c", REPLACEABLE, r"")
+    assert got == {
+        ("my_malloc", "ACQUIRE", "my_allocator_t"),
+        ("my_free", "RELEASE", "my_allocator_t"),
+        ("my_strdup", "ACQUIRE", "my_allocator_t"),
+    }, got

@@ -52,7 +52,10 @@ def unconditional(fn, call) -> bool:
 
 def returns_result_of(fn, callee: str) -> bool:
     """Whether FN returns the result of calling CALLEE: in the return itself, or through a
-    local the call's result was assigned to."""
+    local the call's result was assigned to. A function that may return a string literal
+    instead (``return copy ? copy : "unknown"``) hands out nothing its caller owns."""
+    if any('"' in text for _, _, text in fn.returns):
+        return False
     held = {a.target for a in fn.assigns if callee in a.calls and "." not in a.target}
     for _, reads, text in fn.returns:
         if re.search(rf"\b{re.escape(callee)}\s*\(", text) or held & set(reads):

@@ -4,7 +4,12 @@ size``, an atomic add to ``used_memory``), returning what it allocates or handin
 pointer it was given (or one made from it: ``free((char *)ptr - PREFIX)``), is that
 count's ACQUIRE or RELEASE. A plain ``strdup`` keeps no budget and is no event. Its own
 file's helpers too (``ztrymalloc_usable_internal``): the interface's wrappers of them take
-their event from them."""
+their event from them.
+
+An allocator the program lets be replaced is its own heap, counted or not: a function whose
+job is one call through a function pointer named for a memory function
+(``uv__allocator.local_malloc(size)``, ``methods->free(p)``) ACQUIREs or RELEASEs units of
+the record that holds those pointers."""
 
 from __future__ import annotations
 
@@ -48,14 +53,14 @@ def allocators_with_a_budget(found: Found) -> Found:
         work = [c for c in fn.calls if not CHECKS.search(c.callee)]
         if fn.end_line - fn.line > WRAPPER_LINES:
             continue
-        prims = [c for c in work if c.callee in MEMORY_PRIMITIVES]
+        prims = [c for c in work if _primitive(c)]
         if len(prims) != 1 or prims[0].loops:
             continue
         call = prims[0]
-        budget = _budget(fn)
+        budget = _budget(fn) or (_table(fn, call) if call.indirect else "")
         if not budget:
             continue
-        kinds = MEMORY_PRIMITIVES[call.callee]
+        kinds = MEMORY_PRIMITIVES[_primitive(call)]
         gives = "RELEASE" in kinds and any(from_params(fn, a) for a in call.args[:1])
         takes = "ACQUIRE" in kinds and returns_result_of(fn, call.callee)
         for kind, fits in (("ACQUIRE", takes), ("RELEASE", gives)):
@@ -70,6 +75,23 @@ def allocators_with_a_budget(found: Found) -> Found:
         found,
         resources=(*found.resources, *guesses.values()),
         sites=(*found.sites, *out),
+    )
+
+
+def _primitive(call) -> str:
+    """The C library memory function CALL is: by its name, or for a call through a function
+    pointer, by a word of the pointer's name (``local_malloc``, ``free_fn``); else ''."""
+    if call.callee in MEMORY_PRIMITIVES:
+        return call.callee
+    if call.indirect:
+        return next((w for w in call.callee.lower().split("_") if w in MEMORY_PRIMITIVES), "")
+    return ""
+
+
+def _table(fn, call) -> str:
+    """The record whose member CALL goes through (the replaceable allocator), or ''."""
+    return next(
+        (a.record for a in fn.accesses if a.member == call.callee and a.line == call.line), ""
     )
 
 
