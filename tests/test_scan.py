@@ -354,8 +354,8 @@ void bp_put(buf_pool_t *bp, void *frame) {
         bp_release_page(bp, (frame_t *)(frame));
 }
 
-/* not wrappers: one that keeps the page to itself, one that releases in a loop, one that
-   releases only when some state says so, and a file's own helper */
+/* not wrappers: one that keeps the page to itself, one that releases in a loop, and one
+   that releases only when some state says so; then a file's own helper, which is one */
 int bp_checksum(buf_pool_t *bp, uint64_t page_no) {
     frame_t *f = bp_get_page(bp, page_no);
     int sum = f->data[0];
@@ -1130,3 +1130,60 @@ def test_an_allocator_the_program_lets_be_replaced_is_its_heap(tmp_path):
         ("my_free", "RELEASE", "my_allocator_t"),
         ("my_strdup", "ACQUIRE", "my_allocator_t"),
     }, got
+
+
+RETRIED = """
+#include <sched.h>
+#include <stddef.h>
+
+/* A lock word: 0 free, 1 held. */
+typedef struct spin_lock { int state; int n_waiters; } spin_lock_t;
+
+/* Take the lock if it is free. */
+int spin_try(spin_lock_t *l) { return __sync_bool_compare_and_swap(&l->state, 0, 1); }
+
+/* Take the lock, yielding until it is free. */
+void spin_take(spin_lock_t *l)
+{
+    while (!spin_try(l))
+        sched_yield();
+}
+
+void spin_give(spin_lock_t *l) { __sync_lock_release(&l->state); }
+
+/* A pool of buffers on a free list. */
+typedef struct buf { struct buf *next_free; char data[512]; } buf_t;
+typedef struct buf_pool { buf_t *free_list; int n_free; } buf_pool_t;
+
+buf_t *pool_get(buf_pool_t *p)
+{
+    buf_t *b = p->free_list;
+    if (b != NULL) {
+        p->free_list = b->next_free;
+        p->n_free--;
+    }
+    return b;
+}
+
+/* Wait for a buffer: retry until one is free. */
+buf_t *pool_get_waiting(buf_pool_t *p)
+{
+    buf_t *b;
+    while ((b = pool_get(p)) == NULL)
+        sched_yield();
+    return b;
+}
+"""
+
+
+def test_what_a_wait_loop_got_at_last_the_function_has(tmp_path):
+    """A loop that retries an ACQUIRE leaves its function holding what it got: the buffer it
+    returns, or the lock it handed its own parameter to, each an ACQUIRE beside the WAIT."""
+    r, got = _sites_by(tmp_path, "spin.c", RETRIED, r"")
+    assert {("spin_take", "WAIT", "spin_lock"), ("spin_take", "ACQUIRE", "spin_lock")} <= got
+    assert {
+        ("pool_get_waiting", "WAIT", "buf_pool"),
+        ("pool_get_waiting", "ACQUIRE", "buf_pool"),
+    } <= got
+    taken = {c.function: c.object_expr for c in r.verified() if c.kind == "ACQUIRE"}
+    assert taken["spin_take"] == "l"

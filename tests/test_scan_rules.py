@@ -293,6 +293,7 @@ def test_a_loop_retrying_an_acquire_waits_for_its_resource(tmp_path):
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + RETRY}, "waits_for_what_they_retry")
     assert gained == {
         ("pager_wait_page", "WAIT", "pcache", ""),  # was the pager's own wait
+        ("pager_wait_page", "ACQUIRE", "pcache", ""),  # it returns the page it got at last
         ("warm_page", "WAIT", "pcache", ""),  # a function of no resource
     }
     assert lost == {("pager_wait_page", "WAIT", "pager", "")}
@@ -300,7 +301,10 @@ def test_a_loop_retrying_an_acquire_waits_for_its_resource(tmp_path):
 
 def test_a_loop_that_makes_room_and_tries_again_waits(tmp_path):
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + RECLAIM}, "waits_for_what_they_retry")
-    assert gained == {("pager_fetch_or_reclaim", "WAIT", "pcache", "")}
+    assert gained == {
+        ("pager_fetch_or_reclaim", "WAIT", "pcache", ""),
+        ("pager_fetch_or_reclaim", "ACQUIRE", "pcache", ""),  # and returns what it got
+    }
     assert lost == set()
 
 

@@ -1,14 +1,20 @@
 """A wait loop that retries a call that ACQUIREs some resource waits for that resource,
 whatever structure its condition reads, and in whatever function it stands
 (sqlite3BtreeBeginTrans retries sqlite3PagerBegin: it waits for the pager's lock). Such loops
-in functions the recall gave no resource are proposed here and verified as any WAIT is."""
+in functions the recall gave no resource are proposed here and verified as any WAIT is.
+
+What the loop got at last, the function has: it ACQUIREs the resource too when it returns
+what the retried call returned (memcached's do_item_alloc_pull, retrying slabs_alloc), or
+hands that call its own parameter where the call takes what it is handed (PostgreSQL's
+LWLockAcquire, retrying LWLockAttemptLock(lock)), and gives none of it back."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from gigi.scan._offline import Candidate, links_of, misses, records_of
-from gigi.scan._rules._code import CHECKS
+from gigi.scan._rules._code import CHECKS, bare, returns_result_of
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._verify import verify
 
@@ -21,8 +27,8 @@ def waits_for_what_they_retry(found: Found) -> Found:
 
     def retried(loop, own: str | None) -> tuple[str, str] | None:
         calls = set(loop.body_calls + loop.cond_calls)
-        if own is not None and any(own in acquires.get(x, ()) for x in calls):
-            return None  # it retries its own resource's acquisition
+        if own is not None and (mine := sorted(x for x in calls if own in acquires.get(x, ()))):
+            return mine[0], own  # it retries its own resource's acquisition
         hits = sorted((x, r) for x in calls for r in acquires.get(x, ()) if r != own)
         return hits[0] if len({r for _, r in hits}) == 1 else None
 
@@ -61,7 +67,62 @@ def waits_for_what_they_retry(found: Found) -> Found:
                 out.append(Site(replace(c, why=why[len("verified: ") :]), True, why))
                 continue
             out.append(Site(c, v.ok, f"{v.reason}; it retries {callee}" if v.ok else v.reason))
-    return replace(found, sites=tuple(out))
+    return replace(found, sites=(*out, *_kept(found, out)))
+
+
+def _kept(found: Found, sites: list[Site]) -> list[Site]:
+    """The ACQUIREs of functions whose verified wait loops retry an ACQUIRE: of what the
+    loop's call returned, when the function returns it, or of the parameter it hands a
+    call that takes what it is handed; never where the function gives the resource back."""
+    has: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (file, function) -> (kind, res)
+    handed: dict[str, dict[str, set[int]]] = {}  # callee -> resource -> parameter positions
+    for c, ok, _ in sites:
+        if not ok:
+            continue
+        has.setdefault((c.file, c.function), set()).add((c.kind, c.resource))
+        callee = found.functions.get((c.file, c.function))
+        if c.kind == "ACQUIRE" and callee:
+            at = {i for i, (_, n) in enumerate(callee.params) if n and n == c.object_expr}
+            handed.setdefault(c.function, {}).setdefault(c.resource, set()).update(at)
+    out = []
+    for c, ok, why in sites:
+        hit = re.search(r"\bit retries (\w+)", why) if ok and c.kind == "WAIT" else None
+        if hit is None:
+            continue
+        fn = found.functions[(c.file, c.function)]
+        mine = has.get((c.file, c.function), set())
+        if ("ACQUIRE", c.resource) in mine or ("RELEASE", c.resource) in mine:
+            continue
+        callee = hit.group(1)
+        loop = next((lp for lp in fn.loops if lp.line == c.line), None)
+        calls = [
+            x
+            for x in fn.calls
+            if x.callee == callee and loop and loop.line <= x.line <= loop.end_line
+        ]
+        if not calls:
+            continue
+        params = {n for _, n in fn.params if n}
+        at = handed.get(callee, {}).get(c.resource, set())
+        obj = next(
+            (
+                bare(x.args[i])
+                for x in calls
+                for i in sorted(at)
+                if i < len(x.args) and bare(x.args[i]) in params
+            ),
+            "",
+        )
+        if obj:
+            how = f"it hands {obj} to {callee}, which takes it, until it is had"
+        elif "*" in fn.return_type and returns_result_of(fn, callee):  # not a status code
+            how = f"it returns what {callee} acquired, once it gave something"
+        else:
+            continue
+        a = replace(c, kind="ACQUIRE", line=calls[-1].line, object_expr=obj, why=how)
+        out.append(Site(a, True, f"verified: {how}"))
+        mine.add(("ACQUIRE", c.resource))
+    return out
 
 
 def _after_a_miss(fn, loop, callee: str) -> str:
