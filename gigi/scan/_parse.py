@@ -209,7 +209,9 @@ def compile_flags(
     extra = [a for d in include_dirs for a in ("-I", str(d))] + [f"-D{d}" for d in defines]
     if not commands:
         quoted = [a for d in header_dirs(str(root)) for a in ("-iquote", d)]
-        here = ["-I", str(path.parent), "-I", str(root)]
+        # the file's own folder is searched for its "..." includes as a compiler does, and
+        # only for those: as -I it would shadow the C library (libusual's string.h)
+        here = ["-I", str(root)]
         return default_flags(language) + here + extra + quoted
     own = str(path.resolve())
     donor = own if own in commands else _nearest(own, commands)
