@@ -388,3 +388,80 @@ def test_a_count_waited_on_and_moved_is_a_pool(tmp_path):
 def test_rules_that_find_what_no_record_proposed(tmp_path, name, files, wanted):
     gained, lost = _difference(tmp_path, files, name)
     assert wanted <= gained and lost == set()
+
+
+LISTS = """
+#include <stddef.h>
+
+/* an intrusive list, as list libraries write it */
+struct node { struct node *next, *prev; };
+static inline void node_append(struct node *list, struct node *item)
+{
+    item->next = list;
+    item->prev = list->prev;
+    list->prev->next = item;
+    list->prev = item;
+}
+static inline void node_del(struct node *item)
+{
+    item->prev->next = item->next;
+    item->next->prev = item->prev;
+    item->next = item->prev = item;
+}
+static inline struct node *node_pop(struct node *list)
+{
+    if (list->next == list)
+        return NULL;
+    struct node *item = list->next;
+    node_del(list->next);
+    return item;
+}
+
+/* a counted list built on it */
+struct counted { struct node head; int count; };
+static inline void counted_append(struct counted *list, struct node *item)
+{
+    node_append(&list->head, item);
+    list->count++;
+}
+static inline void counted_remove(struct counted *list, struct node *item)
+{
+    node_del(item);
+    list->count--;
+}
+
+/* A connection to a backend, and a pool of them: idle ones, and ones lent to clients. */
+typedef struct backend { struct node head; int fd; } backend_t;
+typedef struct backend_pool {
+    struct counted idle_list;
+    struct counted used_list;
+    int max_backends;
+} backend_pool_t;
+
+/* Lend BE to a client. */
+void lend_backend(backend_pool_t *pool, backend_t *be)
+{
+    counted_remove(&pool->idle_list, &be->head);
+    counted_append(&pool->used_list, &be->head);
+}
+
+/* BE is idle again. */
+void return_backend(backend_pool_t *pool, backend_t *be)
+{
+    counted_remove(&pool->used_list, &be->head);
+    counted_append(&pool->idle_list, &be->head);
+}
+"""
+
+
+def test_objects_moved_between_a_resources_lists_by_a_list_library(tmp_path):
+    """What each list function does to the lists it is handed is read from its code, to a
+    fixed point over its calls; a call that moves an object off a pool's idle list takes
+    it, onto it gives it back, and the other way round for the list of those in use."""
+    gained, lost = _difference(tmp_path, {"pool.c": LISTS}, "linked_through_calls")
+    # off the idle list and onto the used one: one taking; back: one giving back
+    assert gained == {
+        ("lend_backend", "ACQUIRE", "backend_pool", "be"),
+        ("return_backend", "RELEASE", "backend_pool", "be"),
+    }, gained
+    assert lost == set()

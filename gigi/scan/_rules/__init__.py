@@ -18,6 +18,7 @@ from gigi.scan._rules.allocators import allocators_with_a_budget
 from gigi.scan._rules.cas_locks import locks_by_compare_and_swap
 from gigi.scan._rules.counts import counts_waited_for
 from gigi.scan._rules.interface import at_the_interface
+from gigi.scan._rules.lists import linked_through_calls
 from gigi.scan._rules.locks import lock_apis
 from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
@@ -38,6 +39,7 @@ RULES: tuple[Rule, ...] = (
     allocators_with_a_budget,
     counts_waited_for,
     locks_by_compare_and_swap,
+    linked_through_calls,
     through_wrappers,
     waits_for_what_they_retry,
 )
