@@ -465,3 +465,69 @@ def test_objects_moved_between_a_resources_lists_by_a_list_library(tmp_path):
         ("return_backend", "RELEASE", "backend_pool", "be"),
     }, gained
     assert lost == set()
+
+
+LOCK_WORD = """
+#include <stdint.h>
+#define FLAG_LOCKED (1u << 28)
+#define FLAG_HAS_WAITERS (1u << 30)
+#define VAL_EXCLUSIVE (1u << 24)
+extern void spin_delay(void);
+
+/* a lock whose word holds its holders, a spin lock on its wait list, and flags */
+typedef struct lwlock { uint32_t state; int tranche; } lwlock_t;
+
+static inline uint32_t atomic_fetch_or_u32(uint32_t *p, uint32_t v)
+{ return __atomic_fetch_or(p, v, 5); }
+static inline uint32_t atomic_fetch_and_u32(uint32_t *p, uint32_t v)
+{ return __atomic_fetch_and(p, v, 5); }
+static inline uint32_t atomic_sub_fetch_u32(uint32_t *p, uint32_t v)
+{ return __atomic_sub_fetch(p, v, 5); }
+static inline int atomic_compare_exchange_u32(uint32_t *p, uint32_t *old, uint32_t v)
+{ return __atomic_compare_exchange_n(p, old, v, 0, 5, 5); }
+
+int lw_attempt(lwlock_t *lock)
+{
+    uint32_t old = lock->state;
+    while (1) {
+        if (old & VAL_EXCLUSIVE)
+            return 1;
+        if (atomic_compare_exchange_u32(&lock->state, &old, old + VAL_EXCLUSIVE))
+            return 0;
+    }
+}
+
+void wait_list_lock(lwlock_t *lock)
+{
+    uint32_t old;
+    while (1) {
+        old = atomic_fetch_or_u32(&lock->state, FLAG_LOCKED);
+        if (!(old & FLAG_LOCKED))
+            break;
+        spin_delay();
+    }
+}
+
+void wait_list_unlock(lwlock_t *lock) { atomic_fetch_and_u32(&lock->state, ~FLAG_LOCKED); }
+
+void lw_release(lwlock_t *lock) { atomic_sub_fetch_u32(&lock->state, VAL_EXCLUSIVE); }
+
+/* not the lock: a flag of the word cleared */
+void no_more_waiters(lwlock_t *lock) { atomic_fetch_and_u32(&lock->state, ~FLAG_HAS_WAITERS); }
+"""
+
+
+def test_a_lock_words_other_bits_taken_and_given_back(tmp_path):
+    """On a word a compare-and-swap takes as a lock, a bit set in a spin until it was clear
+    is a lock within the word, and clearing that bit gives it back; a holder's share
+    subtracted gives the lock back; clearing another flag moves nothing."""
+    gained, lost = _difference(tmp_path, {"lw.c": LOCK_WORD}, "locks_by_compare_and_swap")
+    moved = {(f, k) for f, k, r, o in gained if r == "lwlock" and o == "lock"}
+    assert moved == {
+        ("lw_attempt", "ACQUIRE"),
+        ("wait_list_lock", "ACQUIRE"),
+        ("wait_list_lock", "WAIT"),
+        ("wait_list_unlock", "RELEASE"),
+        ("lw_release", "RELEASE"),
+    }, gained
+    assert lost == set()

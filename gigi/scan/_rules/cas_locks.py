@@ -6,7 +6,9 @@ functions and the lock are named. A swap retried in a loop that also sleeps, yie
 is the wait for the lock (a spin, then a semaphore); a swap retried only because the word
 changed meanwhile is not. A function that touches nothing of another resource but the lock
 it holds (the slab pool whose mutex it is) works on the lock: what the recall proposed there
-on that resource is not kept."""
+on that resource is not kept. On such a word, the other atomic operations of functions that
+swap nothing say the rest (``_bit_moves``): a bit set in a spin takes a lock within the
+word, clearing it or subtracting a holder's share gives back."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ def locks_by_compare_and_swap(found: Found) -> Found:
     new: dict[str, object] = {}
     sites: list[Site] = []
     folded: dict[str, str] = {}  # function -> the lock whose state it touches
+    words_of: dict[str, str] = {}  # function -> the lock word it swaps (record.member)
     for fn in found.functions.values():
         swaps = [
             (call, *_swapped(fn, call))
@@ -71,6 +74,8 @@ def locks_by_compare_and_swap(found: Found) -> Found:
             c = Candidate(fn.file, fn.name, line, kind_, record, holder, "1", "heuristic", why)
             sites.append(Site(c, True, f"verified: {why}"))
             folded[fn.name] = record
+        words_of[fn.name] = next(iter(words))
+    sites += _bit_moves(found, {w for fn, w in words_of.items()}, kept, folded)
     if not sites:
         return found
     out = []
@@ -85,6 +90,69 @@ def locks_by_compare_and_swap(found: Found) -> Found:
                 ok, why = False, f"touches only {lock}'s state of {c.resource}: the lock's event"
         out.append(Site(c, ok, why))
     return replace(found, resources=(*found.resources, *new.values()), sites=(*out, *sites))
+
+
+# atomic operations on a lock word that give it back: bits cleared, a count of holders
+# lowered, the word stored back; and a test-and-set of a bit, which takes it when retried
+GIVES = re.compile(r"atomic\w*(sub|dec|and|clear|unlock|release)", re.I)
+STORES = re.compile(r"atomic\w*(store|write|set)(_|$)", re.I)
+SETS_BIT = re.compile(r"atomic\w*fetch_or|atomic\w*or_fetch|test_and_set_bit", re.I)
+
+
+def _bit_moves(found: Found, words: set[str], kept: set, folded: dict) -> list[Site]:
+    """The other operations on the lock words compare-and-swaps take (``LWLock.state``),
+    in functions handed the lock that swap nothing. An atomic OR setting a bit, in a loop
+    that goes round again while the bit it found was set, takes the lock (a spin lock
+    within the word), and the loop is its wait; clearing that bit again (an atomic AND with
+    its complement, or the word stored without it: ``pg_atomic_write_u32(&desc->state, s &
+    ~BM_LOCKED)``) gives it back, and so does an atomic subtract (a holder's share taken
+    off). Clearing another bit (a flag that waiters are queued) moves no lock."""
+    out: list[Site] = []
+    if not words:
+        return out
+    moves = []  # (fn, call, word, holder)
+    for fn in found.functions.values():
+        if fn.name in folded:
+            continue  # it swaps: the swap says what it does
+        for call in fn.calls:
+            word, holder = _swapped(fn, call)
+            if word in words:
+                moves.append((fn, call, word, holder))
+    taken: dict[str, set[str]] = {}  # word -> the bits a spin sets
+    events = []
+    for fn, call, word, holder in moves:
+        if not SETS_BIT.search(call.callee) or len(call.args) < 2:
+            continue
+        got = {a.target for a in fn.assigns if a.line == call.line and a.target in fn.locals}
+        loop = next((lp for lp in fn.loops if lp.line <= call.line <= lp.end_line), None)
+        tested = loop is not None and any(
+            set(b.cond_locals) & got for b in fn.branches if loop.line <= b.line <= loop.end_line
+        )
+        if tested:
+            bit = call.args[1].strip()
+            taken.setdefault(word, set()).add(bit)
+            events.append((fn, holder, word, "ACQUIRE", call.line, f"sets {bit} of {word}"))
+            events.append((fn, holder, word, "WAIT", loop.line, f"spins until {bit} was clear"))
+    for fn, call, word, holder in moves:
+        value = call.args[1] if len(call.args) > 1 else ""
+        cleared = {
+            b for b in taken.get(word, ()) if re.search(rf"~\s*\(?\s*{re.escape(b)}\b", value)
+        }
+        if re.search(r"atomic\w*(sub|dec)", call.callee, re.I):
+            why = f"takes a holder's share off {word}: the lock given back"
+        elif cleared and (GIVES.search(call.callee) or STORES.search(call.callee)):
+            why = f"clears {next(iter(cleared))} of {word}: the lock given back"
+        else:
+            continue
+        events.append((fn, holder, word, "RELEASE", call.line, why))
+    for fn, holder, word, kind, line, why in events:
+        record = word.split(".", 1)[0]
+        if (fn.name, kind, record) in kept:
+            continue
+        c = Candidate(fn.file, fn.name, line, kind, record, holder, "1", "heuristic", why)
+        out.append(Site(c, True, f"verified: {why}"))
+        kept.add((fn.name, kind, record))
+    return out
 
 
 def _swapped(fn, call) -> tuple[str, str]:
