@@ -1187,3 +1187,52 @@ def test_what_a_wait_loop_got_at_last_the_function_has(tmp_path):
     } <= got
     taken = {c.function: c.object_expr for c in r.verified() if c.kind == "ACQUIRE"}
     assert taken["spin_take"] == "l"
+
+
+REFILL = """
+#include <stddef.h>
+#include <stdio.h>
+typedef struct obj { struct obj *next_free; char data[64]; } obj_t;
+typedef struct obj_cache { obj_t *free_list; int n_free; int n_fails; } obj_cache_t;
+
+extern void grow(obj_cache_t *c);
+
+obj_t *cache_take(obj_cache_t *c)
+{
+    obj_t *o = c->free_list;
+    if (o == NULL) {
+        grow(c);
+        o = c->free_list;
+        if (o == NULL)
+            return NULL;
+    }
+    c->free_list = o->next_free;
+    c->n_free--;
+    return o;
+}
+
+/* an empty list only noted, not refilled: no wait */
+obj_t *cache_try(obj_cache_t *c)
+{
+    obj_t *o = c->free_list;
+    if (o == NULL) {
+        c->n_fails++;
+        fprintf(stderr, "cache empty\\n");
+        return NULL;
+    }
+    c->free_list = o->next_free;
+    c->n_free--;
+    return o;
+}
+"""
+
+
+def test_a_free_list_found_empty_and_refilled_is_a_wait(tmp_path):
+    """The branch taken when a free list gave nothing, which makes more and takes from the
+    list again, is the slow path of taking one: a WAIT, whatever the call that makes more
+    is named. A branch that only notes the empty list is not."""
+    r, got = _sites_by(tmp_path, "cache.c", REFILL, r"empty")
+    assert got == {("cache_take", "WAIT", "obj_cache")}, got
+    kinds = {(c.function, c.kind) for c in r.verified()}
+    assert {("cache_take", "ACQUIRE"), ("cache_try", "ACQUIRE")} <= kinds
+    assert ("cache_try", "WAIT") not in kinds

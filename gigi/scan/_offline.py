@@ -412,7 +412,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         if blocking or loop.infinite:
             cand("WAIT", loop.line, f"loop around {', '.join(blocking) or 'a retry'}")
     retries = [c.line for c in out if c.kind == "WAIT"]
-    for slow in slow_branches(fn, mine):
+    for slow in slow_branches(fn, mine, free_heads(guess, links_of(guess))):
         b = slow.branch
         if not any(b.line <= line <= b.end_line for line in retries):  # the loop is the wait
             cand("WAIT", b.line, slow.why)
@@ -666,23 +666,49 @@ def misses(b: Branch, local: str) -> bool:
     return bool(re.match(rf"({x}(->\w+)*|{x}!={NULL})(&&|$)", t))
 
 
-def slow_branches(fn: Function, mine: set[str]) -> list[SlowBranch]:
+# calls that report or check, not work: what a branch that makes more units is not made of
+REPORTS = re.compile(r"assert|log|debug|trace|printf|perror|error|warn", re.I)
+
+
+def slow_branches(fn: Function, mine: set[str], free: set[str] = frozenset()) -> list[SlowBranch]:
     """The slow paths of a lookup that are branches, not loops: the branch a lookup takes
     when what it was handed back has no object or no data (a miss), or when the resource
     is past its limit (full), around a call that takes long (I/O, eviction, a spill, a
-    sleep). A branch taken on any other condition is the function's ordinary work."""
+    sleep); and the branch taken when a list of free units (``free``, as ``free_heads``)
+    gave nothing, around whatever call makes more (a new slab, a drain of reusable
+    connections) before the branch takes from the list again. A branch taken on any other
+    condition is the function's ordinary work."""
     found = lookups(fn, mine)
+    # what was read off a free list, directly or through a call handed it
+    emptied = {
+        a.target: a.calls[0] if a.calls else next(s for s in a.sources if s in free)
+        for a in fn.assigns
+        if a.target in fn.locals and any(s in free for s in a.sources)
+    }
     out = []
     for b in fn.branches:
         slow = slow_calls(b.body_calls)
+        missed = next((x for x in b.cond_locals if x in found and misses(b, x)), None)
+        if slow and missed:
+            why = f"branch taken when {found[missed]}() gave no ready object ({b.cond}): a miss"
+            out.append(SlowBranch(b, f"{why}, around {', '.join(slow)}", found[missed]))
+            continue
+        empty = next((x for x in b.cond_locals if x in emptied and misses(b, x)), None)
+        more = [c for c in b.body_calls if not REPORTS.search(c) and not GUARD.search(c)]
+        # it makes more and takes again: the local is read off the same list anew
+        again = empty and any(
+            a.target == empty
+            and b.line <= a.line <= b.end_line
+            and any(s in free for s in a.sources)
+            for a in fn.assigns
+        )
+        if again and more:
+            why = f"branch taken when {emptied[empty]} gave no free unit ({b.cond}): empty"
+            out.append(SlowBranch(b, f"{why}, around {', '.join(more[:3])}", ""))
+            continue
         if not slow:
             continue
         around = ", ".join(slow)
-        missed = next((x for x in b.cond_locals if x in found and misses(b, x)), None)
-        if missed:
-            why = f"branch taken when {found[missed]}() gave no ready object ({b.cond}): a miss"
-            out.append(SlowBranch(b, f"{why}, around {around}", found[missed]))
-            continue
         compares = re.search(r"(^| )(<|>|<=|>=)( |$)", b.cond)
         limit = [
             m for m in b.cond_members if _member_of(m, mine) and LIMIT.search(m.split(".", 1)[1])

@@ -87,7 +87,9 @@ def verify(
             return Verdict(True, f"{how} the queue {a.target} (line {a.line})")
     if c.kind == "RELEASE":
         return _release(c, fn, mine, links, free)
-    check = {"ACQUIRE": _acquire, "WAIT": _wait, "USE": _use}.get(c.kind)
+    if c.kind == "WAIT":
+        return _wait(c, fn, mine, links, free)
+    check = {"ACQUIRE": _acquire, "USE": _use}.get(c.kind)
     if check is None:
         return Verdict(False, f"unknown kind {c.kind!r}")
     return check(c, fn, mine, links)
@@ -236,11 +238,13 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     )
 
 
-def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+def _wait(
+    c: Candidate, fn: Function, mine: set[str], links: set[str], free: set[str] = frozenset()
+) -> Verdict:
     loop = next((lp for lp in fn.loops if lp.line == c.line), None)
     branch = next((b for b in fn.branches if b.line == c.line), None)
     if loop is None and branch is not None:
-        return _branch_wait(c, fn, mine, branch)
+        return _branch_wait(c, fn, mine, branch, free)
     if loop is None:
         loop = next((lp for lp in fn.loops if lp.line <= c.line <= lp.end_line), None)
     if loop is None:
@@ -266,14 +270,17 @@ def _wait(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdic
     return Verdict(True, f"loop guarded by {guard} around {', '.join(sorted(set(blocking)))}")
 
 
-def _branch_wait(c: Candidate, fn: Function, mine: set[str], branch) -> Verdict:
+def _branch_wait(
+    c: Candidate, fn: Function, mine: set[str], branch, free: set[str] = frozenset()
+) -> Verdict:
     """A branch is a wait when it is a lookup's slow path: taken on a miss or when the
-    resource is full, around a call that takes long."""
-    if not slow_calls(branch.body_calls):
+    resource is full, around a call that takes long; or taken when a free list was empty,
+    around a call that makes more."""
+    slow = next((s for s in slow_branches(fn, mine, free) if s.branch is branch), None)
+    if slow is None and not slow_calls(branch.body_calls):
         return Verdict(
             False, "the branch neither blocks, sleeps, waits, does I/O, evicts nor spills"
         )
-    slow = next((s for s in slow_branches(fn, mine) if s.branch is branch), None)
     if slow is None:
         return Verdict(
             False,

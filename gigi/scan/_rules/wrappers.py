@@ -74,7 +74,9 @@ def through_wrappers(found: Found) -> Found:
                     if kind in kinds_of.get(fn.name, ()):
                         continue
                     if kind == "WAIT":  # it waits where it acquires: in the call it wraps
-                        resources = resources & acquired
+                        # (a thin wrapper's job is the call; a longer function that also
+                        # sets up what it got does work of its own around the wait)
+                        resources = resources & acquired if thin else set()
                         fits, how = bool(resources), f"waits in {call.callee}, which it wraps"
                     passes = any(bare(a) in params for a in call.args)
                     if kind == "WAIT":
