@@ -1236,3 +1236,59 @@ def test_a_free_list_found_empty_and_refilled_is_a_wait(tmp_path):
     kinds = {(c.function, c.kind) for c in r.verified()}
     assert {("cache_take", "ACQUIRE"), ("cache_try", "ACQUIRE")} <= kinds
     assert ("cache_try", "WAIT") not in kinds
+
+
+KEPT = """
+#include <stddef.h>
+#include <pthread.h>
+typedef struct buf { char *start; char *end; } buf_t;
+
+/* A client connection: its socket, its buffers, what it is doing. */
+typedef struct conn {
+    int fd;
+    struct conn *data;
+    buf_t *in;
+    buf_t *out;
+    int n_requests;
+    pthread_mutex_t lock;
+} conn_t;
+
+/* The server's configuration, and the free connections it keeps. */
+typedef struct server_conf {
+    int port;
+    const char *name;
+    conn_t *free_conns;
+    unsigned free_conn_n;
+    unsigned max_conns;
+} server_conf_t;
+
+conn_t *conn_get(server_conf_t *srv, int fd)
+{
+    conn_t *c = srv->free_conns;
+    if (c == NULL)
+        return NULL;
+    srv->free_conns = c->data;
+    srv->free_conn_n--;
+    c->fd = fd;
+    return c;
+}
+
+void conn_put(server_conf_t *srv, conn_t *c)
+{
+    c->data = srv->free_conns;
+    srv->free_conns = c;
+    srv->free_conn_n++;
+}
+"""
+
+
+def test_a_free_list_another_record_keeps_is_the_pools(tmp_path):
+    """A record that keeps a free list of a resource's objects (a server's free
+    connections, with their count) holds that list for the resource: taking from it and
+    putting back are the resource's ACQUIRE and RELEASE, though the server is no pool."""
+    r, got = _sites_by(tmp_path, "conn.c", KEPT, r"")
+    assert {("conn_get", "ACQUIRE", "conn"), ("conn_put", "RELEASE", "conn")} <= got, got
+    conn = next(g for g in r.resources if g.name == "conn")
+    assert conn.keepers == ["server_conf"]
+    kept = {m.name for m in conn.members if m.record == "server_conf"}
+    assert kept == {"free_conns", "free_conn_n"}

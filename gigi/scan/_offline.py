@@ -177,6 +177,10 @@ class ResourceGuess:
     # a log counted by one member (its end position): the path to it from the record the
     # resource is named after (``hdr.mxFrame`` of Wal); its changes are the log's events
     level: str = ""
+    # records that keep a free list of its objects, though not its objects' owner
+    # (``ngx_cycle_s.free_connections`` of ngx_connection_s): of them, that list and its
+    # count are among its members, and nothing else
+    keepers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -354,7 +358,34 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
         out.append(ResourceGuess(r.name, r.file, r.line, sharing, unit, elements, score, why))
     for g in out:
         g.members = [m for rec in [g.name, *g.elements] for m in by_record.get(rec, [])]
+        _kept_free(g, by_record)
     return out
+
+
+def _kept_free(g: ResourceGuess, by_record: dict[str, list[Member]]) -> None:
+    """Give G the free lists of its objects that other records keep (a server's or a
+    cycle's list of free connections, ``free_connections``, with its count,
+    ``free_connection_n``): a list of free units is the pool's, whoever holds its head."""
+    own = {g.name, *g.elements}
+    for rec, ms in by_record.items():
+        if rec in own:
+            continue
+        lists = [
+            m for m in ms if m.element == g.name and "*" in m.type and FREE_LIST.search(m.name)
+        ]
+        for head in lists:
+            words = {w for w in re.split(r"_|(?<=[a-z])(?=[A-Z])", head.name.lower()) if len(w) > 2}
+            counts = [
+                m
+                for m in ms
+                if m is not head
+                and not m.element
+                and (COUNTER.search(m.name) or INVERSE.search(m.name))
+                and words & set(re.split(r"_|(?<=[a-z])(?=[A-Z])", m.name.lower()))
+            ]
+            g.members += [head, *counts]
+            if rec not in g.keepers:
+                g.keepers.append(rec)
 
 
 def owners(resources: list[ResourceGuess]) -> dict[str, list[str]]:
@@ -369,8 +400,9 @@ def owners(resources: list[ResourceGuess]) -> dict[str, list[str]]:
 
 
 def records_of(guess: ResourceGuess) -> set[str]:
-    """The resource's own record and its objects'."""
-    return {guess.name, *guess.elements}
+    """The resource's own record and its objects', and those that keep free lists of
+    them."""
+    return {guess.name, *guess.elements, *guess.keepers}
 
 
 def resource_of(fn: Function, own: dict[str, list[str]], files: dict[str, str]) -> str | None:
@@ -498,6 +530,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         if objects
         and a.record in mine
         and a.record != resource
+        and a.record not in guess.keepers
         and not _bookkeeping(a.member)
         and (a.record, a.member) not in pointers  # a reference to another struct, not data
         and not _names_record(a.member, mine)
@@ -906,7 +939,8 @@ def links_of(guess: ResourceGuess) -> set[str]:
     return {
         f"{m.record}.{m.name}"
         for m in guess.members
-        if m.element in mine and not (m.element == guess.name and m.record != guess.name)
+        if m.element in mine
+        and not (m.element == guess.name and m.record not in (guess.name, *guess.keepers))
     }
 
 
