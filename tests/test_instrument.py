@@ -339,3 +339,83 @@ def test_a_wait_that_is_one_blocking_call_spans_the_call(tmp_path):
     assert kinds == [[0, 1, 3], [0, 1, 3]]  # each: WAIT, then ACQUIRE, then RELEASE
     waits = sorted(d for e in by_task.values() for k, d in e if k == 0)
     assert waits[0] < 10_000_000 and waits[1] >= 40_000_000  # ns: the worker waited ~50 ms
+
+
+WRAPPED = """#include <stdio.h>
+#include <stddef.h>
+
+/* A pool of four buffers: handed out pinned, or NULL when all are taken. */
+typedef struct buf { int pinned; struct buf *next_free; char data[64]; } buf_t;
+typedef struct buf_pool { buf_t bufs[4]; buf_t *free_list; int n_free; } buf_pool_t;
+
+static buf_pool_t pool;
+
+buf_t *pool_get(buf_pool_t *p)
+{
+    buf_t *b = p->free_list;
+    if (b == NULL)
+        return NULL;
+    p->free_list = b->next_free;
+    p->n_free--;
+    b->pinned = 1;
+    return b;
+}
+
+void pool_put(buf_pool_t *p, buf_t *b)
+{
+    b->pinned = 0;
+    b->next_free = p->free_list;
+    p->free_list = b;
+    p->n_free++;
+}
+
+/* the interface: a wrapper of the pool's own */
+buf_t *buf_get(buf_pool_t *p) { return pool_get(p); }
+void buf_put(buf_pool_t *p, buf_t *b) { pool_put(p, b); }
+
+int main(void)
+{
+    for (int i = 0; i < 4; i++)
+        pool_put(&pool, &pool.bufs[i]);
+    buf_t *got[6];
+    int n = 0;
+    for (int i = 0; i < 6; i++) {
+        buf_t *b = buf_get(&pool);
+        if (b != NULL)
+            got[n++] = b;
+    }
+    for (int i = 0; i < n; i++)
+        buf_put(&pool, got[i]);
+    printf("%d\\n", n);
+    return 0;
+}
+"""
+
+
+def test_an_acquire_handed_back_by_a_return_is_recorded_only_when_it_got_something(tmp_path):
+    """A wrapper that returns what its callee acquired records the ACQUIRE after the call,
+    with what it returned as the object, and only when that is not NULL: six tries on a
+    pool of four record four ACQUIREs, each released by its own object."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "wrapped.c").write_text(WRAPPED)
+    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
+    out = tmp_path / "probed"
+    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
+    report = json.loads((out / "gigi-instrument.json").read_text())
+    how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
+    assert how[("buf_get", "ACQUIRE")].startswith("on what the return at line")
+    assert strip((out / "wrapped.c").read_text()) == WRAPPED
+    binary = build(tmp_path, "wrapped", out / "wrapped.c", flags=("-Wall", "-Werror"))
+    trace, stdout = run_traced(binary, tmp_path)
+    assert stdout == b"4\n"
+    from gigi.queries import connect
+
+    con = connect(trace)
+    rows = con.execute(
+        "SELECT kind, count(*), count(DISTINCT object), min(object) FROM events"
+        " WHERE resource = 'buf_pool' AND kind IN (1, 3) GROUP BY kind ORDER BY kind"
+    ).fetchall()
+    # the main loop's four pool_puts before any get are RELEASEs too: 4 + 4
+    assert [(k, n, d) for k, n, d, _ in rows] == [(1, 4, 4), (3, 8, 4)], rows
+    assert all(lowest != 0 for *_, lowest in rows)

@@ -175,12 +175,17 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
         if starting
         else min(cands, key=lambda x: x.end - x.start)
     )
-    call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
     is_return = stmt.cursor.kind == ci.CursorKind.RETURN_STMT
     after = kind == "ACQUIRE" and not is_return
     # an acquisition whose statement sets a status code (rc = lock(...)) happened only when
     # that says success
     status = _status_set(raw, stmt) if after else None
+    # and one whose statement sets a pointer from a call (p = lookup(...)) only when that
+    # found something, which is the object when the scan named none
+    pointer = _pointer_set(ci, fn, raw, stmt) if after and not status else None
+    if pointer and obj == "0":
+        obj = f"(int64_t)(uintptr_t)({pointer})"
+    call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
     # recorded only outside a caller's event of the same kind on the same resource
     # with a scope of its own, its scope's check; else (it calls no function with such a
     # site) that no caller has one open
@@ -189,7 +194,17 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
         if scope is not None
         else f"gigi_scope_free({res}, GIGI_{kind})"
     )
-    probe = f"if ({check}{f' && {status} == 0' if status else ''}) {call};"
+    found = f" && {status} == 0" if status else f" && {pointer} != 0" if pointer else ""
+    probe = f"if ({check}{found}) {call};"
+    handed = _returned_call(ci, stmt) if kind == "ACQUIRE" and is_return else None
+    if handed is not None:
+        # what a call returns, handed back: acquired only when it is something, and that
+        # is the object (a wrapper's probe before the call would record a failed one)
+        a, b = handed.extent.start.offset, handed.extent.end.offset
+        return f"on what the return at line {stmt.line} hands back", [
+            (a, 5, f"{MARK_OPEN}GIGI_ACQUIRED({MARK_CLOSE}"),
+            (b, 0, f"{MARK_OPEN}, {res}, {amount}, {site}, {check}){MARK_CLOSE}"),
+        ]
     if stmt.in_block:
         at = stmt.end if after else stmt.start
         return (
@@ -209,6 +224,20 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
             (stmt.end, 5, f"{MARK_OPEN} }}{MARK_CLOSE}"),
         ]
     return f"{'after' if after else 'before'} the statement at line {stmt.line}", ins
+
+
+def _returned_call(ci, stmt):
+    """The expression a return statement hands back, when it is a pointer a call made
+    (``return pcache1FetchStage2(...)``, through casts): else None."""
+    expr = next(iter(stmt.cursor.get_children()), None)
+    if expr is None or expr.type.get_canonical().kind != ci.TypeKind.POINTER:
+        return None
+    if not any(x.kind == ci.CursorKind.CALL_EXPR for x in expr.walk_preorder()):
+        return None
+    ext = expr.extent
+    if ext.start.file is None or ext.end.file is None or ext.start.offset >= ext.end.offset:
+        return None
+    return expr
 
 
 def _place_call(ci, stmts: list, s: dict, res: str, obj: str, amount: str):
@@ -250,8 +279,8 @@ def scope_handed_on(ci, raw: bytes, fn, before: int, scope: str) -> list:
     out = []
     for st in _statements(ci, fn, raw):
         c = st.cursor
-        if c.kind != ci.CursorKind.RETURN_STMT or st.start >= before:
-            continue
+        if c.kind != ci.CursorKind.RETURN_STMT or st.start >= before or st.end > before:
+            continue  # after the probe, or the probe's own (what it hands back, recorded)
         if not any(x.kind == ci.CursorKind.CALL_EXPR for x in c.walk_preorder()):
             continue
         leave = f"gigi_scope_leave(&{scope}); {scope} = 0;"
@@ -339,6 +368,19 @@ def _status_set(raw: bytes, stmt: _Stmt) -> str | None:
     text = raw[stmt.start : stmt.end].decode(errors="replace")
     m = re.match(r"\s*(?:int\s+)?([A-Za-z_]\w*)\s*=[^=]", text)
     return m.group(1) if m and STATUS.match(m.group(1)) else None
+
+
+def _pointer_set(ci, fn, raw: bytes, stmt: _Stmt) -> str | None:
+    """The pointer a statement sets from a call (``pDbPage = sqlite3PagerLookup(...)``,
+    ``item *it = do_item_get(...)``), if any."""
+    if not any(x.kind == ci.CursorKind.CALL_EXPR for x in stmt.cursor.walk_preorder()):
+        return None
+    text = raw[stmt.start : stmt.end].decode(errors="replace")
+    m = re.match(r"\s*(?:[A-Za-z_][\w\s]*?[\s*]+)?\*?\s*([A-Za-z_]\w*)\s*=[^=]", text)
+    if m is None:
+        return None
+    t = _declared_type(ci, fn, m.group(1))
+    return m.group(1) if t is not None and t.kind == ci.TypeKind.POINTER else None
 
 
 def _declared_type(ci, fn, name: str):

@@ -135,6 +135,17 @@ static inline void gigi_acquire(int32_t rid, int64_t object, int64_t amount, int
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
     gigi_emit_(GIGI_ACQUIRE, rid, object, amount, site);
 }
+
+/* What a return statement hands back, acquired: EXPR (a pointer a call made) evaluated once,
+ * recorded as the object of an ACQUIRE of RID when it is not NULL and OK (the scope check)
+ * says so, and handed back as it is. */
+#define GIGI_ACQUIRED(expr, rid, amount, site, ok)                                          \
+    ({                                                                                      \
+        __typeof__(expr) gigi_acquired_ = (expr);                                           \
+        if (gigi_acquired_ && (ok))                                                         \
+            gigi_acquire((rid), (int64_t)(uintptr_t)gigi_acquired_, (amount), (site));      \
+        gigi_acquired_;                                                                     \
+    })
 static inline void gigi_use(int32_t rid, int64_t object, int64_t amount, int32_t site) {
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
     gigi_emit_(GIGI_USE, rid, object, amount, site);
