@@ -1288,3 +1288,20 @@ def test_a_free_list_another_record_keeps_is_the_pools(tmp_path):
     assert conn.keepers == ["server_conf"]
     kept = {m.name for m in conn.members if m.record == "server_conf"}
     assert kept == {"free_conns", "free_conn_n"}
+
+
+def test_a_function_named_for_measuring_or_reporting_is_no_use(tmp_path):
+    """Reading an object's data to size it or to print it looks at the resource; copying
+    out of it works through it."""
+    text = (
+        REFILL
+        + """
+#include <string.h>
+size_t obj_compute_size(obj_cache_t *c, obj_t *o) { return strlen(o->data); }
+void obj_dump(obj_cache_t *c, obj_t *o) { fprintf(stderr, "%s\\n", o->data); }
+void obj_copy_out(obj_cache_t *c, obj_t *o, char *out) { memcpy(out, o->data, 64); }
+"""
+    )
+    r, got = _sites_by(tmp_path, "cache.c", text, r"")
+    uses = {f for f, k, _ in got if k == "USE"}
+    assert "obj_copy_out" in uses and not uses & {"obj_compute_size", "obj_dump"}, uses

@@ -548,7 +548,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     # a page written or read by a function named for it (pager_write(page)), not one that
     # only says it will not be (dont_write)
     named = objects and USE_NAME.search(short) and not NEGATED.search(short)
-    if (data or io or named) and not fn.internal:
+    if (data or io or named) and not fn.internal and not introspects(short):
         cand(
             "USE",
             # the first that runs on every call (not in an if-branch), where there is one:
@@ -565,6 +565,26 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             objects[0] if objects else "",
         )
     return out
+
+
+# what a function that measures or reports on the resource is named for
+INTROSPECTS = re.compile(
+    r"(^|_)(stats?|statistics?|overhead|dump|print|format|report|describe|estimate|size_of"
+    r"|compute_size)(_|$)"
+)
+
+
+def introspects(name: str) -> bool:
+    """Whether a function is named for measuring or reporting on what it reads (its size,
+    its statistics, a dump): it looks at the resource's objects, it does not work through
+    them, so it is no USE.
+
+    >>> introspects("objectComputeSize"), introspects("item_stats_sizes_add")
+    (True, True)
+    >>> introspects("getLongFromObjectOrReply"), introspects("statlist_append")
+    (False, False)
+    """
+    return bool(INTROSPECTS.search("_".join(w.lower() for w in _words(name))))
 
 
 def _use_line(fn: Function, data: list, io: list, mine: set[str]) -> int:
