@@ -63,6 +63,14 @@ def returns_result_of(fn, callee: str) -> bool:
     return False
 
 
+def handed_param(fn, call, at: set[int]) -> str:
+    """The parameter of FN's that FN hands CALL at one of the positions AT (where the callee
+    takes the object its event is on), or ''."""
+    params = {n for _, n in fn.params if n}
+    args = [bare(a) for a in call.args]
+    return next((args[i] for i in sorted(at) if i < len(args) and args[i] in params), "")
+
+
 def from_params(fn, arg: str) -> bool:
     """Whether ARG is one of FN's parameters, or a local made from one."""
     params = {n for _, n in fn.params if n}

@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 
 from gigi.scan._offline import Candidate, links_of, misses, records_of
-from gigi.scan._rules._code import CHECKS, bare, returns_result_of
+from gigi.scan._rules._code import CHECKS, handed_param, returns_result_of
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._verify import verify
 
@@ -102,17 +102,8 @@ def _kept(found: Found, sites: list[Site]) -> list[Site]:
         ]
         if not calls:
             continue
-        params = {n for _, n in fn.params if n}
         at = handed.get(callee, {}).get(c.resource, set())
-        obj = next(
-            (
-                bare(x.args[i])
-                for x in calls
-                for i in sorted(at)
-                if i < len(x.args) and bare(x.args[i]) in params
-            ),
-            "",
-        )
+        obj = next((o for x in calls if (o := handed_param(fn, x, at))), "")
         if obj:
             how = f"it hands {obj} to {callee}, which takes it, until it is had"
         elif "*" in fn.return_type and returns_result_of(fn, callee):  # not a status code

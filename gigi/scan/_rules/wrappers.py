@@ -22,6 +22,7 @@ from gigi.scan._rules._code import (
     GUARDS,
     WRAPPER_LINES,
     bare,
+    handed_param,
     returns_result_of,
     unconditional,
 )
@@ -106,7 +107,7 @@ def through_wrappers(found: Found) -> Found:
                         fits = False  # giving back twice: a job of its own (a whole tree)
                     else:
                         resources = {
-                            r for r in resources if _hands(fn, call, released[call.callee][r])
+                            r for r in resources if handed_param(fn, call, released[call.callee][r])
                         }
                         fits = bool(resources) and unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which releases it"
@@ -119,7 +120,7 @@ def through_wrappers(found: Found) -> Found:
                         new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
                         obj = ""
                         if kind == "RELEASE":  # the parameter it hands over to be released
-                            obj = _handed_param(fn, call, released[call.callee][res])
+                            obj = handed_param(fn, call, released[call.callee][res])
                             _released_at(released, fn, res, call.line, obj)
                         c = Candidate(
                             fn.file,
@@ -166,16 +167,3 @@ def _released_at(released: dict, fn, resource: str, line: int, obj: str):
             holder = record_pattern(resource)
             at = {i for i, (t, _) in enumerate(fn.params) if "*" in t and not holder.search(t)}
     released.setdefault(fn.name, {}).setdefault(resource, set()).update(at)
-
-
-def _hands(fn, call, at: set[int]) -> bool:
-    """Whether FN hands CALL one of its own parameters where the callee takes the object it
-    releases."""
-    return bool(_handed_param(fn, call, at))
-
-
-def _handed_param(fn, call, at: set[int]) -> str:
-    """That parameter of FN's, or ''."""
-    params = {n for _, n in fn.params if n}
-    args = [bare(a) for a in call.args]
-    return next((args[i] for i in sorted(at) if i < len(args) and args[i] in params), "")
