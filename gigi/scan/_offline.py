@@ -374,14 +374,14 @@ def _kept_free(g: ResourceGuess, by_record: dict[str, list[Member]]) -> None:
             m for m in ms if m.element == g.name and "*" in m.type and FREE_LIST.search(m.name)
         ]
         for head in lists:
-            words = {w for w in re.split(r"_|(?<=[a-z])(?=[A-Z])", head.name.lower()) if len(w) > 2}
+            words = {w for w in _words(head.name) if len(w) > 2}
             counts = [
                 m
                 for m in ms
                 if m is not head
                 and not m.element
                 and (COUNTER.search(m.name) or INVERSE.search(m.name))
-                and words & set(re.split(r"_|(?<=[a-z])(?=[A-Z])", m.name.lower()))
+                and words & set(_words(m.name))
             ]
             g.members += [head, *counts]
             if rec not in g.keepers:
@@ -437,6 +437,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     short = fn.name.split("::")[-1]
     if lifecycle(short) and not first_reference(fn, mine):
         return out  # creating or tearing down the resource itself moves none of its units
+    links = links_of(guess)
+    free = free_heads(guess, links)
     for loop in fn.loops:
         blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
         if walks(fn, loop) and not any(SLEEPS.search(c) for c in loop.body_calls):
@@ -444,7 +446,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         if blocking or loop.infinite:
             cand("WAIT", loop.line, f"loop around {', '.join(blocking) or 'a retry'}")
     retries = [c.line for c in out if c.kind == "WAIT"]
-    for slow in slow_branches(fn, mine, free_heads(guess, links_of(guess))):
+    for slow in slow_branches(fn, mine, free):
         b = slow.branch
         if not any(b.line <= line <= b.end_line for line in retries):  # the loop is the wait
             cand("WAIT", b.line, slow.why)
@@ -475,7 +477,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     ]
     referenced = references_taken(fn, takes, set(objects))
     holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
-    moves = queue_moves(fn, mine, queue_heads(guess, links_of(guess)), holders_of)
+    moves = queue_moves(fn, mine, queue_heads(guess, links), holders_of)
     pops = [a for a in pops if a not in moves.pops]
     if moves.pushes:
         a = moves.pushes[-1]
@@ -510,11 +512,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         obj = obj or (referenced[0].target_base if referenced else "")
         obj = obj or (lock_index(fn) if locking else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
-    links = links_of(guess)
     obj = objects[-1] if objects else (lock_index(fn) if locking else "")
-    effects = release_effects(
-        fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free_heads(guess, links)
-    )
+    effects = release_effects(fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free)
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if not queued and effects and (RELEASE_NAME.search(short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
