@@ -177,15 +177,6 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     )
     is_return = stmt.cursor.kind == ci.CursorKind.RETURN_STMT
     after = kind == "ACQUIRE" and not is_return
-    # an acquisition whose statement sets a status code (rc = lock(...)) happened only when
-    # that says success
-    status = _status_set(raw, stmt) if after else None
-    # and one whose statement sets a pointer from a call (p = lookup(...)) only when that
-    # found something, which is the object when the scan named none
-    pointer = _pointer_set(ci, fn, raw, stmt) if after and not status else None
-    if pointer and obj == "0":
-        obj = f"(int64_t)(uintptr_t)({pointer})"
-    call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
     # recorded only outside a caller's event of the same kind on the same resource
     # with a scope of its own, its scope's check; else (it calls no function with such a
     # site) that no caller has one open
@@ -194,8 +185,6 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
         if scope is not None
         else f"gigi_scope_free({res}, GIGI_{kind})"
     )
-    found = f" && {status} == 0" if status else f" && {pointer} != 0" if pointer else ""
-    probe = f"if ({check}{found}) {call};"
     handed = _returned_call(ci, stmt) if kind == "ACQUIRE" and is_return else None
     if handed is not None:
         # what a call returns, handed back: acquired only when it is something, and that
@@ -205,6 +194,17 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
             (a, 5, f"{MARK_OPEN}GIGI_ACQUIRED({MARK_CLOSE}"),
             (b, 0, f"{MARK_OPEN}, {res}, {amount}, {site}, {check}){MARK_CLOSE}"),
         ]
+    # an acquisition whose statement sets a status code (rc = lock(...)) happened only when
+    # that says success
+    status = _status_set(raw, stmt) if after else None
+    # and one whose statement sets a pointer from a call (p = lookup(...)) only when that
+    # found something, which is the object when the scan named none
+    pointer = _pointer_set(ci, fn, raw, stmt) if after and not status else None
+    if pointer and obj == "0":
+        obj = f"(int64_t)(uintptr_t)({pointer})"
+    call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
+    found = f" && {status} == 0" if status else f" && {pointer} != 0" if pointer else ""
+    probe = f"if ({check}{found}) {call};"
     if stmt.in_block:
         at = stmt.end if after else stmt.start
         return (
@@ -226,13 +226,18 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     return f"{'after' if after else 'before'} the statement at line {stmt.line}", ins
 
 
+def _calls(ci, cursor) -> bool:
+    """Whether the statement or expression at CURSOR calls a function."""
+    return any(x.kind == ci.CursorKind.CALL_EXPR for x in cursor.walk_preorder())
+
+
 def _returned_call(ci, stmt):
     """The expression a return statement hands back, when it is a pointer a call made
     (``return pcache1FetchStage2(...)``, through casts): else None."""
     expr = next(iter(stmt.cursor.get_children()), None)
     if expr is None or expr.type.get_canonical().kind != ci.TypeKind.POINTER:
         return None
-    if not any(x.kind == ci.CursorKind.CALL_EXPR for x in expr.walk_preorder()):
+    if not _calls(ci, expr):
         return None
     ext = expr.extent
     if ext.start.file is None or ext.end.file is None or ext.start.offset >= ext.end.offset:
@@ -281,7 +286,7 @@ def scope_handed_on(ci, raw: bytes, fn, before: int, scope: str) -> list:
         c = st.cursor
         if c.kind != ci.CursorKind.RETURN_STMT or st.start >= before or st.end > before:
             continue  # after the probe, or the probe's own (what it hands back, recorded)
-        if not any(x.kind == ci.CursorKind.CALL_EXPR for x in c.walk_preorder()):
+        if not _calls(ci, c):
             continue
         leave = f"gigi_scope_leave(&{scope}); {scope} = 0;"
         if st.in_block:
@@ -373,7 +378,7 @@ def _status_set(raw: bytes, stmt: _Stmt) -> str | None:
 def _pointer_set(ci, fn, raw: bytes, stmt: _Stmt) -> str | None:
     """The pointer a statement sets from a call (``pDbPage = sqlite3PagerLookup(...)``,
     ``item *it = do_item_get(...)``), if any."""
-    if not any(x.kind == ci.CursorKind.CALL_EXPR for x in stmt.cursor.walk_preorder()):
+    if not _calls(ci, stmt.cursor):
         return None
     text = raw[stmt.start : stmt.end].decode(errors="replace")
     m = re.match(r"\s*(?:[A-Za-z_][\w\s]*?[\s*]+)?\*?\s*([A-Za-z_]\w*)\s*=[^=]", text)
