@@ -65,37 +65,39 @@ def _moves(found: Found) -> dict[str, Moves]:
                 got = out.get(c.callee)
                 if got is None:
                     continue
-                args = [_base(x) for x in c.args]
-                for li, ii in got.links:
-                    if li < len(args) and ii < len(args) and args[li] in at and args[ii] in at:
-                        m.links.add((at[args[li]], at[args[ii]]))
+                # by the callee's positions, the caller's parameter passed there (or None)
+                mine = [at.get(_base(x)) for x in c.args]
+                m.links |= _pairs(got.links, mine)
+                m.removes |= _pairs(got.removes, mine)
                 for ii in got.unlinks:
-                    if ii < len(args) and args[ii] in at:
+                    if _at(mine, ii) is not None:
                         if HOLDS.search(c.args[ii]):  # what the list holds: list->next
-                            m.pops.add(at[args[ii]])
+                            m.pops.add(mine[ii])
                         else:  # the item itself, or its node: &server->head
-                            m.unlinks.add(at[args[ii]])
-                for li in got.pops:
-                    if li < len(args) and args[li] in at:
-                        m.pops.add(at[args[li]])
+                            m.unlinks.add(mine[ii])
+                m.pops |= {mine[li] for li in got.pops if _at(mine, li) is not None}
             # an item unlinked while the list handed beside it is kept (its count lowered)
             kept = {at[a.target_base] for a in fn.assigns if a.target_base in at}
-            m.removes = {(li, ii) for ii in m.unlinks for li in kept if li != ii}
-            for c in fn.calls:
-                got = out.get(c.callee)
-                args = [_base(x) for x in c.args]
-                for li, ii in got.removes if got else ():
-                    if li < len(args) and ii < len(args) and args[li] in at and args[ii] in at:
-                        m.removes.add((at[args[li]], at[args[ii]]))
-            old = out.get(fn.name)
-            now = (m.links, m.unlinks, m.pops, m.removes)
-            if any(now):
-                if old is None or (old.links, old.unlinks, old.pops, old.removes) != now:
-                    out[fn.name] = m
-                    changed = True
+            m.removes |= {(li, ii) for ii in m.unlinks for li in kept if li != ii}
+            if (m.links or m.unlinks or m.pops or m.removes) and out.get(fn.name) != m:
+                out[fn.name] = m
+                changed = True
         if not changed:
             break
     return out
+
+
+def _at(mine: list, i: int) -> int | None:
+    return mine[i] if i < len(mine) else None
+
+
+def _pairs(pairs: set, mine: list) -> set:
+    """A callee's (list, item) positions as the caller's own parameters', where both are."""
+    return {
+        (mine[li], mine[ii])
+        for li, ii in pairs
+        if _at(mine, li) is not None and _at(mine, ii) is not None
+    }
 
 
 def linked_through_calls(found: Found) -> Found:
