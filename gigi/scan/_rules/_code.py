@@ -63,6 +63,12 @@ def returns_result_of(fn, callee: str) -> bool:
     return False
 
 
+def record_at(fn, member: str, line: int) -> str:
+    """The record whose MEMBER FN touches at LINE (``uv__allocator.local_malloc``, ``&
+    pool->idle_server_list``), or ''."""
+    return next((a.record for a in fn.accesses if a.member == member and a.line == line), "")
+
+
 def handed_param(fn, call, at: set[int]) -> str:
     """The parameter of FN's that FN hands CALL at one of the positions AT (where the callee
     takes the object its event is on), or ''."""

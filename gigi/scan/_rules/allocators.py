@@ -23,6 +23,7 @@ from gigi.scan._rules._code import (
     bare,
     found_by,
     from_params,
+    record_at,
     returns_result_of,
     unconditional,
 )
@@ -57,7 +58,8 @@ def allocators_with_a_budget(found: Found) -> Found:
         if len(prims) != 1 or prims[0].loops:
             continue
         call = prims[0]
-        budget = _budget(fn) or (_table(fn, call) if call.indirect else "")
+        # a count it keeps, or the record of the pointer it calls through (a replaceable heap)
+        budget = _budget(fn) or (record_at(fn, call.callee, call.line) if call.indirect else "")
         if not budget:
             continue
         kinds = MEMORY_PRIMITIVES[_primitive(call)]
@@ -86,13 +88,6 @@ def _primitive(call) -> str:
     if call.indirect:
         return next((w for w in call.callee.lower().split("_") if w in MEMORY_PRIMITIVES), "")
     return ""
-
-
-def _table(fn, call) -> str:
-    """The record whose member CALL goes through (the replaceable allocator), or ''."""
-    return next(
-        (a.record for a in fn.accesses if a.member == call.callee and a.line == call.line), ""
-    )
 
 
 def _budget(fn) -> str:

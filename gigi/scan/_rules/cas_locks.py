@@ -29,7 +29,7 @@ def locks_by_compare_and_swap(found: Found) -> Found:
     new: dict[str, object] = {}
     sites: list[Site] = []
     folded: dict[str, str] = {}  # function -> the lock whose state it touches
-    words_of: dict[str, str] = {}  # function -> the lock word it swaps (record.member)
+    lock_words: set[str] = set()  # the words the swaps take (record.member)
     for fn in found.functions.values():
         swaps = [
             (call, *_swapped(fn, call))
@@ -74,8 +74,8 @@ def locks_by_compare_and_swap(found: Found) -> Found:
             c = Candidate(fn.file, fn.name, line, kind_, record, holder, "1", "heuristic", why)
             sites.append(Site(c, True, f"verified: {why}"))
             folded[fn.name] = record
-        words_of[fn.name] = next(iter(words))
-    sites += _bit_moves(found, {w for fn, w in words_of.items()}, kept, folded)
+        lock_words |= words
+    sites += _bit_moves(found, lock_words, kept, folded)
     if not sites:
         return found
     out = []

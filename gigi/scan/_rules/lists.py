@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from gigi.scan._offline import FLAG, FREE_LIST, QUEUE, Candidate, records_of
+from gigi.scan._rules._code import record_at
 from gigi.scan._rules._found import Found, Site
 
 ROUNDS = 4  # wrappers of wrappers of a list's primitives, and no further
@@ -163,6 +164,5 @@ def _member(fn, call, arg: str) -> tuple[str, str] | None:
     m = re.search(r"(?:->|\.)\s*([A-Za-z_]\w*)\s*\)?\s*$", arg)
     if not m:
         return None
-    name = m.group(1)
-    rec = next((a.record for a in fn.accesses if a.member == name and a.line == call.line), "")
-    return (rec, name) if rec else None
+    rec = record_at(fn, m.group(1), call.line)
+    return (rec, m.group(1)) if rec else None
