@@ -52,6 +52,18 @@ def run_traced(binary: Path, tmp_path: Path, *args: str) -> tuple[Path, bytes]:
     return trace, done.stdout
 
 
+def scan_and_probe(tmp_path: Path, name: str, text: str) -> tuple[Path, dict]:
+    """TEXT as TMP_PATH/src/NAME, scanned and instrumented through the CLI: the folder of
+    the probed sources and the instrumenter's report."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / name).write_text(text)
+    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
+    out = tmp_path / "probed"
+    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
+    return out, json.loads((out / "gigi-instrument.json").read_text())
+
+
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory) -> tuple[Path, Path]:
     work = tmp_path_factory.mktemp("instrument")
@@ -129,14 +141,8 @@ def test_a_scanned_instrumented_program_is_diagnosed_with_its_source_lines(probe
 
 
 def test_a_wait_on_a_branch_spans_the_branch_and_compiles(tmp_path):
-    src = tmp_path / "src"
-    src.mkdir()
     original = (HERE / "native" / "block_cache.c").read_text()
-    (src / "block_cache.c").write_text(original)
-    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
-    out = tmp_path / "probed"
-    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
-    report = json.loads((out / "gigi-instrument.json").read_text())
+    out, report = scan_and_probe(tmp_path, "block_cache.c", original)
     wait = next(p for p in report["placements"] if p["kind"] == "WAIT")
     assert (wait["function"], wait["line"], wait["placed"]) == ("bc_get", 44, True)
     assert wait["how"] == "around the branch at line 44"
@@ -312,13 +318,7 @@ def test_a_wait_that_is_one_blocking_call_spans_the_call(tmp_path):
     """A lock API's wait (its job is sem_wait): the WAIT begins before the call and ends with
     it, before the ACQUIRE placed after the same statement; the worker's wait lasts as long
     as the main thread held the unit."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "sem_api.c").write_text(SEM_API)
-    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
-    out = tmp_path / "probed"
-    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
-    report = json.loads((out / "gigi-instrument.json").read_text())
+    out, report = scan_and_probe(tmp_path, "sem_api.c", SEM_API)
     how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
     assert how[("my_sem_wait", "WAIT")] == "around the call at line 7"
     assert strip((out / "sem_api.c").read_text()) == SEM_API
@@ -396,13 +396,7 @@ def test_an_acquire_handed_back_by_a_return_is_recorded_only_when_it_got_somethi
     """A wrapper that returns what its callee acquired records the ACQUIRE after the call,
     with what it returned as the object, and only when that is not NULL: six tries on a
     pool of four record four ACQUIREs, each released by its own object."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "wrapped.c").write_text(WRAPPED)
-    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
-    out = tmp_path / "probed"
-    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
-    report = json.loads((out / "gigi-instrument.json").read_text())
+    out, report = scan_and_probe(tmp_path, "wrapped.c", WRAPPED)
     how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
     assert how[("buf_get", "ACQUIRE")].startswith("on what the return at line")
     assert strip((out / "wrapped.c").read_text()) == WRAPPED
