@@ -825,6 +825,82 @@ def test_a_record_is_filed_once_where_it_is_defined(tmp_path):
     assert found == [("pool_s", "palloc.h")]
 
 
+ENTRIES = """
+#include <stdlib.h>
+struct node { struct node *left, *right; unsigned int key; };
+/* an entry of the table, kept while anyone holds it */
+struct entry {
+	unsigned int expire;      /* expiration date */
+	unsigned int ref_cnt;     /* reference count, can only purge when zero */
+	unsigned long lock;       /* spinlock of the entry */
+	struct node by_key;       /* node in the table's tree */
+};
+struct table {
+	struct node *keys;        /* tree of entries */
+	unsigned int size;        /* maximum number of entries */
+	unsigned int current;     /* number of entries in use */
+	unsigned long lock;       /* spinlock of the table */
+};
+extern struct entry *tree_lookup(struct node *root, unsigned int key);
+
+struct entry *entry_new(struct table *t, unsigned int key)
+{
+	struct entry *e;
+	if (t->current >= t->size)
+		return NULL;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return NULL;
+	t->current++;
+	e->ref_cnt = 0;
+	e->by_key.key = key;
+	return e;
+}
+
+void entry_free(struct table *t, struct entry *e)
+{
+	t->current--;
+	free(e);
+}
+
+struct entry *entry_get(struct table *t, unsigned int key)
+{
+	struct entry *e = tree_lookup(t->keys, key);
+	if (e)
+		e->ref_cnt++;
+	return e;
+}
+
+void entry_put(struct entry *e)
+{
+	e->ref_cnt--;
+}
+
+unsigned int table_fill(const struct table *t)
+{
+	return t->current * 100 / t->size;
+}
+"""
+
+
+def test_an_entry_counted_by_reference_is_its_own_pool_beside_its_table(tmp_path):
+    """An entry with a reference count and a spinlock word is a pool of references (the word
+    guards its bookkeeping, it does not make the entry a lock); the table's lookup that takes
+    a reference on the entry it returns ACQUIREs the entry, though it works on the table
+    most; plain trailing comments are read."""
+    (tmp_path / "table.c").write_text(ENTRIES)
+    r = scan(tmp_path, jobs=1)
+    assert {g.name: g.sharing for g in r.resources if g.name in ("entry", "table")} == {
+        "entry": "pool",
+        "table": "pool",
+    }
+    refs = next(m for u in r.units for m in u.members if m.name == "ref_cnt")
+    assert refs.comment.startswith("reference count")
+    got = {(c.function, c.kind, c.resource, c.object_expr) for c in r.verified()}
+    assert {("entry_get", "ACQUIRE", "entry", "e"), ("entry_put", "RELEASE", "entry", "")} <= got
+    assert not {f for f, *_ in got} & {"table_fill"}
+
+
 SUMMARIES = """
 #include <stddef.h>
 typedef struct obj { int refcount; int type; void *ptr; } robj;

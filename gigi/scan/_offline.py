@@ -25,7 +25,8 @@ RESOURCE_NAME = re.compile(
 NOT_RESOURCE = re.compile(r"config|conf$|settings|option|stat|metric|wrapper|guard|util", re.I)
 COUNTER = re.compile(
     r"^(n_|num_?|nr_)|count|used|usage|busy|free|refs?$|ref_?count|pin|head|tail|size|avail"
-    r"|in_use|inuse|outstanding|nslots|n_slots|charge|shared|exclusive|active",
+    r"|in_use|inuse|outstanding|nslots|n_slots|charge|shared|exclusive|active|cnt|allocated"
+    r"|^cur(r|rent)?(_|$)",
     re.I,
 )
 CAPACITY = re.compile(r"capacity|^size$|max|limit|n_?slots|total|cap_?$|^cap", re.I)
@@ -66,6 +67,16 @@ def _counted(a) -> str | None:
 
 
 REFERENCE = re.compile(r"ref|pin|hold|users", re.I)
+REFCOUNT = re.compile(r"^n?refs?$|ref_?(c(ou)?nt|s)$|refcount|^pin_?c(ou)?nt$", re.I)
+
+
+def refcount(m: Member) -> bool:
+    """Whether a member counts the references held on its record's object, by its name
+    (``refcount``, ``ref_cnt``, ``nrefs``) or its comment ("reference count"): an object whose
+    holders take and drop it."""
+    integer = "*" not in m.type and "[" not in m.type
+    said = re.search(r"\breference count", m.comment, re.I)
+    return integer and bool(REFCOUNT.search(m.name) or said)
 
 
 def references_taken(fn: Function, takes: list, objects: set[str]) -> list:
@@ -319,6 +330,9 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
         if any(CAPACITY.search(n) for n in names):
             score += 1
             why.append("has a capacity")
+        if any(refcount(m) for m in ms):
+            score += 1
+            why.append("shared by reference")
         if any(SYNC.search(m.type) for m in ms):
             score += 1
             why.append("guarded by synchronization")
@@ -330,12 +344,19 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
             why.append("named like settings, statistics or a wrapper")
         if score < 4:
             continue
-        # by whole words: "storing" holds no ring, nor "blocks" a lock
-        words = _words(r.name) + _words(r.comment)
+        # by whole words of its name: "storing" holds no ring, nor "blocks" a lock (and its
+        # comment may tell of other things: a page cache's of the journal it feeds)
+        words = _words(r.name)
         # a lock's own state (its mode, an exclusive flag), not the mutex that guards the
         # record's bookkeeping (conn_queue's pthread_mutex_t lock)
+        # a record that counts what it hands out besides a word named for its spinlock (a
+        # table's entries, an entry's references) is the pool of those; the word only guards
+        # its bookkeeping. A lock's state named for its mode (writeLock, lock_mode) stays one.
+        counts = any(COUNTER.search(n) and not LOCK_WORD.search(n) for n in names)
         lock_state = any(
-            re.search(r"lock$|^e_?lock|lock_?mode", m.name, re.I) and not SYNC.search(m.type)
+            re.search(r"lock$|^e_?lock|lock_?mode", m.name, re.I)
+            and not SYNC.search(m.type)
+            and not (counts and LOCK_WORD.fullmatch(m.name))
             for m in ms
         )
         sharing = (

@@ -183,8 +183,13 @@ def builtin_include_dir() -> str | None:
     return None
 
 
+# every comment, not only documentation comments (/** */, ///): most C code explains its
+# members in plain /* */ comments, trailing on the same line (ref_cnt; /* reference count */)
+COMMENTS = ["-fparse-all-comments"]
+
+
 def default_flags(language: str) -> list[str]:
-    flags = ["-x", language, "-std=gnu11" if language == "c" else "-std=gnu++17"]
+    flags = ["-x", language, "-std=gnu11" if language == "c" else "-std=gnu++17", *COMMENTS]
     inc = builtin_include_dir()
     if inc:
         flags += ["-isystem", inc]
@@ -232,7 +237,7 @@ def compile_flags(
             continue
         keep.append(a)
     inc = builtin_include_dir()
-    return keep + extra + (["-isystem", inc] if inc else [])
+    return keep + COMMENTS + extra + (["-isystem", inc] if inc else [])
 
 
 @functools.lru_cache(maxsize=8)

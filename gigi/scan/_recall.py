@@ -10,15 +10,32 @@ from typing import Protocol
 from gigi.scan._offline import (
     Candidate,
     ResourceGuess,
+    gives_units,
     list_elements,
     log_levels,
     owners,
     phase1,
     phase2,
     resource_of,
+    takes_units,
 )
 from gigi.scan._parse import Function, Member, Record
 from gigi.scan._summaries import through_calls
+
+
+def counts_moved(fn: Function, resources: dict[str, ResourceGuess]) -> set[str]:
+    """The resources whose own counts FN raises or lowers: besides the one it works on most
+    (a table's), the one it takes or drops a unit of on the way (a reference on an entry the
+    table's lookup returns, ``e->ref_cnt++``)."""
+    out = set()
+    for a in fn.assigns:
+        record = a.target.split(".", 1)[0] if "." in a.target else ""
+        # a step of a fixed amount (++, += 1), not an adjustment computed from other state
+        # (a page moved between caches: nPurgeable -= other->bPurgeable - mine)
+        step = set(a.sources) <= {a.target}
+        if record in resources and step and (takes_units(a) or gives_units(a)):
+            out.add(record)
+    return out
 
 
 class Recall(Protocol):
@@ -71,5 +88,11 @@ def recall(
         res = resource_of(fn, own, declared)
         if res is not None:
             proposals += recaller.events(fn, res, names[res])
+        for other in sorted(counts_moved(fn, names) - {res}):
+            proposals += [
+                c
+                for c in recaller.events(fn, other, names[other])
+                if c.kind in ("ACQUIRE", "RELEASE")
+            ]
     logs, logged = log_levels(list(functions.values()), records, members, guesses)
     return [*guesses, *(g for g in logs if g.name not in names)], proposals + logged

@@ -36,6 +36,17 @@ def bare(arg: str) -> str:
     return arg
 
 
+def root(expr: str) -> str:
+    """The variable an expression starts from: ``pool -> stats [ slot ]`` is ``pool``,
+    ``& (q)->head`` is ``q``.
+
+    >>> root("pool -> stats [ slot ]")
+    'pool'
+    """
+    m = re.match(r"[\s&*(]*([A-Za-z_]\w*)", bare(expr))
+    return m.group(1) if m else ""
+
+
 def unconditional(fn, call) -> bool:
     """Whether CALL runs whenever FN does, but for tests of FN's own locals and parameters
     (``if (p)``): a branch on the state of something else, or on what another call

@@ -24,6 +24,7 @@ from gigi.scan._rules._code import (
     bare,
     handed_param,
     returns_result_of,
+    root,
     unconditional,
 )
 from gigi.scan._rules._found import Found, Site
@@ -153,7 +154,7 @@ def _released_at(released: dict, fn, resource: str, line: int, obj: str):
         at = {i for i, n in enumerate(names) if n == obj}
     else:
         here = [a for a in fn.assigns if a.line == line]
-        touched = {a.target_base for a in here} | {x for a in here for x in a.sources}
+        touched = {root(a.target_base) for a in here} | {x for a in here for x in a.sources}
         touched |= {bare(x) for c in fn.calls if c.line == line for x in c.args}
         # and the parameters those locals were made from: it = (item *)ptr
         touched |= {
