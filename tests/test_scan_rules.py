@@ -531,3 +531,78 @@ def test_a_lock_words_other_bits_taken_and_given_back(tmp_path):
         ("lw_release", "RELEASE"),
     }, gained
     assert lost == set()
+
+
+GLOBAL_FREE_LIST = """
+#include <stdlib.h>
+typedef struct chunk { struct chunk *next; char *mem; } chunk;
+typedef struct request { void *con; int state; } request_st;
+static request_st *reqpool;  /* free requests, linked through con */
+static chunk *chunks;        /* free chunks */
+static request_st *last_seen;
+
+void request_release(request_st *r)
+{
+    r->state = 0;
+    r->con = (void *)reqpool;
+    reqpool = r;
+}
+
+request_st *request_acquire(void *con)
+{
+    request_st *r = reqpool;
+    if (r)
+        reqpool = (request_st *)r->con;
+    else
+        r = calloc(1, sizeof(request_st));
+    r->con = con;
+    return r;
+}
+
+void request_pool_free(void)
+{
+    while (reqpool) {
+        request_st *r = reqpool;
+        reqpool = (request_st *)r->con;
+        free(r);
+    }
+}
+
+static chunk *chunk_init(void) { return calloc(1, sizeof(chunk)); }
+
+chunk *chunk_acquire(void)
+{
+    if (chunks) {
+        chunk *c = chunks;
+        chunks = c->next;
+        return c;
+    }
+    return chunk_init();
+}
+
+void chunk_release(chunk *c)
+{
+    c->next = chunks;
+    chunks = c;
+}
+
+/* a cache of one, set and read back: no pool */
+void remember(request_st *r) { last_seen = r; }
+request_st *recall_last(void) { return last_seen; }
+"""
+
+
+def test_a_free_list_in_a_global_popped_and_pushed_is_a_pool(tmp_path):
+    """Popped where it is handed out (the slow path that makes a new object instead is its
+    WAIT), pushed where it is given back; drained in a loop, or a global that is only set and
+    read, is no event."""
+    gained, lost = _difference(tmp_path, {"pool.c": GLOBAL_FREE_LIST}, "global_free_lists")
+    assert gained == {
+        ("request_acquire", "ACQUIRE", "reqpool", "r"),
+        ("request_acquire", "WAIT", "reqpool", "r"),
+        ("request_release", "RELEASE", "reqpool", "r"),
+        ("chunk_acquire", "ACQUIRE", "chunks", "c"),
+        ("chunk_acquire", "WAIT", "chunks", "c"),
+        ("chunk_release", "RELEASE", "chunks", "c"),
+    }, gained
+    assert lost == set()

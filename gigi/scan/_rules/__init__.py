@@ -24,6 +24,7 @@ from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
 from gigi.scan._rules.objects import objects_through_calls
 from gigi.scan._rules.retries import waits_for_what_they_retry
+from gigi.scan._rules.stacks import global_free_lists
 from gigi.scan._rules.verified import verified
 from gigi.scan._rules.wrappers import through_wrappers
 
@@ -40,6 +41,7 @@ RULES: tuple[Rule, ...] = (
     counts_waited_for,
     locks_by_compare_and_swap,
     linked_through_calls,
+    global_free_lists,
     through_wrappers,
     waits_for_what_they_retry,
 )

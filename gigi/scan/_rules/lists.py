@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from gigi.scan._offline import FLAG, FREE_LIST, QUEUE, Candidate, records_of
-from gigi.scan._rules._code import record_at
+from gigi.scan._rules._code import record_at, root
 from gigi.scan._rules._found import Found, Site
 
 ROUNDS = 4  # wrappers of wrappers of a list's primitives, and no further
@@ -35,13 +35,6 @@ class Moves:
     unlinks: set = field(default_factory=set)  # item: unlinks it from its list
     pops: set = field(default_factory=set)  # list: takes an item off it
     removes: set = field(default_factory=set)  # (list, item): unlinks item, counted in list
-
-
-def _base(arg: str) -> str:
-    """The variable an argument is made from: ``& list -> head`` and ``list->next`` are
-    ``list``."""
-    m = re.match(r"[\s&*(]*([A-Za-z_]\w*)", arg)
-    return m.group(1) if m else ""
 
 
 def _moves(found: Found) -> dict[str, Moves]:
@@ -67,7 +60,7 @@ def _moves(found: Found) -> dict[str, Moves]:
                 if got is None:
                     continue
                 # by the callee's positions, the caller's parameter passed there (or None)
-                mine = [at.get(_base(x)) for x in c.args]
+                mine = [at.get(root(x)) for x in c.args]
                 m.links |= _pairs(got.links, mine)
                 m.removes |= _pairs(got.removes, mine)
                 for ii in got.unlinks:
@@ -132,7 +125,7 @@ def linked_through_calls(found: Found) -> Found:
                 )
                 if not kind or (fn.file, fn.name, kind) in has:
                     continue
-                item = _base(c.args[ii]) if ii is not None and ii < len(c.args) else ""
+                item = root(c.args[ii]) if ii is not None and ii < len(c.args) else ""
                 how = (
                     f"{'links' if kind_on_free == 'RELEASE' else 'takes'} {item or 'an object'} "
                     f"{'into' if (kind_on_free == 'RELEASE') else 'off'} "

@@ -29,7 +29,7 @@ from gigi.scan._rules._code import (
 )
 from gigi.scan._rules._found import Found, Site
 
-ROUNDS = 3  # callers of callers of a wrapper, and no further
+ROUNDS = 8  # wrappers of wrappers, as deep as the code nests them (a fixed point, bounded)
 
 
 def through_wrappers(found: Found) -> Found:
