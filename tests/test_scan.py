@@ -901,6 +901,46 @@ def test_an_entry_counted_by_reference_is_its_own_pool_beside_its_table(tmp_path
     assert not {f for f, *_ in got} & {"table_fill"}
 
 
+HANDED_LOCK = """
+typedef struct lwlock { unsigned int state; int waiters; } lwlock;
+/* a buffer's header: its tag, its pins, the lock on its contents */
+typedef struct buffer_desc { int tag; unsigned int refcount; lwlock content_lock; } buffer_desc;
+extern buffer_desc *descriptors;
+extern void LWLockAcquire(lwlock *lock, int mode);
+extern void LWLockRelease(lwlock *lock);
+
+/* Lock or unlock the contents of BUFFER, which the caller has pinned. */
+void lock_buffer(int buffer, int mode)
+{
+	buffer_desc *buf = &descriptors[buffer - 1];
+	if (mode == 0)
+		LWLockRelease(&buf->content_lock);
+	else
+		LWLockAcquire(&buf->content_lock, mode);
+}
+
+/* Look at the contents of BUFFER under its lock. */
+int buffer_tag(int buffer)
+{
+	buffer_desc *buf = &descriptors[buffer - 1];
+	int tag;
+	LWLockAcquire(&buf->content_lock, 1);
+	tag = buf->tag;
+	LWLockRelease(&buf->content_lock);
+	return tag;
+}
+"""
+
+
+def test_a_lock_taken_on_what_the_caller_names_and_kept_is_its_acquire(tmp_path):
+    """The content lock of the buffer the caller names, taken and not given back on that
+    path, is held by the caller: an ACQUIRE though nothing is returned (a Release-named call
+    gives a lock back, it takes none). Taken and given back around work, it is no event."""
+    (tmp_path / "buf.c").write_text(HANDED_LOCK)
+    got = {(c.function, c.kind, c.line) for c in scan(tmp_path, jobs=1).verified()}
+    assert got == {("lock_buffer", "ACQUIRE", 16)}  # the LWLockAcquire
+
+
 SUMMARIES = """
 #include <stddef.h>
 typedef struct obj { int refcount; int type; void *ptr; } robj;

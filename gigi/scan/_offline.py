@@ -168,7 +168,9 @@ def lock_calls(fn: Function, unlock: bool) -> list:
     for c in fn.calls:
         if GUARD.search(c.callee) or not any(LOCK_WORD.fullmatch(w) for w in _words(c.callee)):
             continue
-        releasing = bool(re.search(r"unlock", c.callee, re.I)) or any("UNLOCK" in a for a in c.args)
+        releasing = bool(re.search(r"unlock|release", c.callee, re.I)) or any(
+            "UNLOCK" in a for a in c.args
+        )
         if releasing == unlock:
             out.append(c)
     return out

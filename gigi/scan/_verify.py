@@ -134,6 +134,14 @@ def _level_change(c: Candidate, fn: Function, level: str) -> Verdict:
     return Verdict(False, f"a log counted by its end position has no {c.kind} sites")
 
 
+def _from_params(fn: Function, arg: str) -> bool:
+    """Whether an argument is made from FN's parameters: one of them, or a local assigned
+    from one (``buf = GetBufferDescriptor(buffer - 1)``), wherever it sits in the argument."""
+    params = {n for _, n in fn.params if n}
+    made = {a.target for a in fn.assigns if set(a.sources) & params and "." not in a.target}
+    return any(re.search(rf"\b{re.escape(n)}\b", arg) for n in params | made)
+
+
 def _resource_params(fn: Function, mine: set[str]) -> set[str]:
     return {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
 
@@ -204,6 +212,13 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         return Verdict(
             True, f"lock taken ({kept[0].callee}), recorded in {takes[0].target} and kept"
         )
+    # a lock taken on what the caller handed in (the content lock of the buffer it names) and
+    # kept: the caller holds it when the function returns (an interface's; a file's static
+    # helper that does so is a step of its callers' events, as with wrappers)
+    handed = [x for x in kept if any(_from_params(fn, arg) for arg in x.args)]
+    handed = [] if fn.internal else handed
+    if handed and not returned and not out_param:
+        return Verdict(True, f"lock taken ({handed[0].callee}) on what it was handed, and kept")
     if not returned and not out_param:
         return Verdict(
             False, "nothing derived from the resource reaches the return value or an out-parameter"
