@@ -941,6 +941,33 @@ def test_a_lock_taken_on_what_the_caller_names_and_kept_is_its_acquire(tmp_path)
     assert got == {("lock_buffer", "ACQUIRE", 16)}  # the LWLockAcquire
 
 
+HOLDER_COUNT = """
+typedef struct page { struct page *next; unsigned long slab; } page_t;
+/* a pool of pages: the free ones linked, and how many are free */
+typedef struct page_pool {
+	page_t *free_pages; unsigned long pfree; unsigned long size;
+} page_pool_t;
+extern void page_join(page_pool_t *pool, page_t *page);
+
+/* Give PAGE back to POOL: counted free, then joined with its free neighbours. */
+void page_free(page_pool_t *pool, page_t *page)
+{
+	pool->pfree++;
+	page->slab = 0;
+	page_join(pool, page);
+}
+"""
+
+
+def test_a_count_lowered_on_the_holder_leaves_the_object_to_be_put_back(tmp_path):
+    """Lowering the pool's count of pages in use (raising its free count) gives the page
+    back; setting the page up and joining it to its neighbours after that is the rest of
+    giving it back, not a use of a page already released."""
+    (tmp_path / "pages.c").write_text(HOLDER_COUNT)
+    got = {(c.function, c.kind, c.line) for c in scan(tmp_path, jobs=1).verified()}
+    assert got == {("page_free", "RELEASE", 12)}  # pool->pfree++
+
+
 SUMMARIES = """
 #include <stddef.h>
 typedef struct obj { int refcount; int type; void *ptr; } robj;

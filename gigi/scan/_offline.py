@@ -467,7 +467,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         if walks(fn, loop) and not any(SLEEPS.search(c) for c in loop.body_calls):
             continue  # an iteration over the resource, not a retry
         if blocking or loop.infinite:
-            cand("WAIT", loop.line, f"loop around {', '.join(blocking) or 'a retry'}")
+            named = ", ".join(dict.fromkeys(blocking))  # each callee once
+            cand("WAIT", loop.line, f"loop around {named or 'a retry'}")
     retries = [c.line for c in out if c.kind == "WAIT"]
     for slow in slow_branches(fn, mine, free):
         b = slow.branch

@@ -29,6 +29,7 @@ from gigi.scan._offline import (
     Candidate,
     bumps,
     counted_up,
+    gives_units,
     is_status,
     lock_calls,
     queue_moves,
@@ -313,13 +314,20 @@ def _release(
     if not effects:
         return Verdict(False, "no release effect: nothing lowered, cleared, put back or freed")
     last = max(effects, key=lambda e: e.line)
-    if obj:
+    # the object's own release: a count lowered on its holder (pool->pfree += pages) leaves it
+    # to be put back after, as the function goes on to do
+    holders = {
+        a.line for a in fn.assigns if gives_units(a) and a.target_base and a.target_base != obj
+    }
+    own = [e for e in effects if not (e.what == "count lowered" and e.line in holders)]
+    if obj and own:
+        mine_last = max(own, key=lambda e: e.line)
         # a use on a path that can run after the last release effect (not in a branch the
         # release did not take)
         later = [
             n
             for n, path in fn.uses_after.get(obj, [])
-            if n > last.line and same_path(path, last.path)
+            if n > mine_last.line and same_path(path, mine_last.path)
         ]
         if later:
             return Verdict(False, f"{obj} is used again at line {later[0]}, after its release")
