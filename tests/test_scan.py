@@ -968,6 +968,71 @@ def test_a_count_lowered_on_the_holder_leaves_the_object_to_be_put_back(tmp_path
     assert got == {("page_free", "RELEASE", 12)}  # pool->pfree++
 
 
+LOCK_MACROS = r"""
+#include <stddef.h>
+#include <pthread.h>
+#define cpu_relax() __asm__ volatile("" ::: "memory")
+#define __pl_try(l) ({ void __unsupported_size_for_pl_try__(char *, int); \
+	(sizeof(*(l)) == 8) ? !__atomic_exchange_n((l), 1, __ATOMIC_ACQUIRE) : \
+	(__unsupported_size_for_pl_try__(__FILE__, __LINE__), 0); })
+#define SPIN_LOCK(l) do { while (__builtin_expect(!__pl_try(l), 0)) cpu_relax(); } while (0)
+#define SPIN_UNLOCK(l) ({ __atomic_store_n((l), 0, __ATOMIC_RELEASE); })
+#define mutex_lock(m) pthread_mutex_lock(m)
+
+struct entry { struct entry *next; int key; };
+/* a table of entries: how many are in use out of its size, under its own spinlock */
+struct table { struct entry *free; unsigned int current; unsigned int size; unsigned long lock; };
+
+struct entry *__entry_new(struct table *t)
+{
+	struct entry *e = t->free;
+	if (!e || t->current >= t->size)
+		return NULL;
+	t->free = e->next;
+	t->current++;
+	return e;
+}
+
+/* the table's lock taken around the real work */
+struct entry *entry_new(struct table *t)
+{
+	struct entry *e;
+	SPIN_LOCK(&t->lock);
+	e = __entry_new(t);
+	SPIN_UNLOCK(&t->lock);
+	return e;
+}
+
+void table_lock(struct table *t)
+{
+	SPIN_LOCK(&t->lock);
+}
+
+void other(pthread_mutex_t *m)
+{
+	mutex_lock(m);
+}
+"""
+
+
+def test_a_lock_a_macro_spells_is_one_call_and_an_alias_stays_its_call(tmp_path):
+    """A spinlock macro that expands to loops, atomics and a size-checked helper reads as one
+    call named for it (so a function that takes it around its one call is a wrapper); a
+    macro that is one plain call stays that call, with its arguments as written."""
+    (tmp_path / "q.c").write_text(LOCK_MACROS)
+    r = scan(tmp_path, jobs=1)
+    fns = {f.name: f for u in r.units for f in u.functions}
+    assert [(c.callee, c.args) for c in fns["entry_new"].calls] == [
+        ("SPIN_LOCK", ["&t->lock"]),
+        ("__entry_new", ["t"]),
+        ("SPIN_UNLOCK", ["&t->lock"]),
+    ]
+    assert fns["entry_new"].loops == [] and fns["table_lock"].loops == []
+    assert [(c.callee, c.args) for c in fns["other"].calls] == [("pthread_mutex_lock", ["m"])]
+    got = {(c.function, c.kind) for c in r.verified()}
+    assert ("entry_new", "ACQUIRE") in got  # a wrapper of __entry_new, its lock aside
+
+
 SUMMARIES = """
 #include <stddef.h>
 typedef struct obj { int refcount; int type; void *ptr; } robj;

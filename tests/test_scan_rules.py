@@ -606,3 +606,47 @@ def test_a_free_list_in_a_global_popped_and_pushed_is_a_pool(tmp_path):
         ("chunk_release", "RELEASE", "chunks", "c"),
     }, gained
     assert lost == set()
+
+
+ENDS_RELEASING = """
+#include <stdlib.h>
+struct node { struct node *left, *right; };
+typedef struct entry { struct node by_key, by_exp; unsigned int ref_cnt; } entry;
+/* a table of entries counted against its size */
+typedef struct table { unsigned int current; unsigned int size; entry *spare; } table;
+extern void tree_delete(struct node *n);
+
+void entry_free(table *t, entry *e)
+{
+    t->current--;
+    free(e);
+}
+
+/* unlinked from its trees, then freed: the kill releases the entry */
+int entry_kill(table *t, entry *e)
+{
+    if (e->ref_cnt)
+        return 0;
+    tree_delete(&e->by_key);
+    tree_delete(&e->by_exp);
+    entry_free(t, e);
+    return 1;
+}
+
+/* freed, then read again: not its last word on the entry */
+unsigned int entry_drop_and_count(table *t, entry *e)
+{
+    tree_delete(&e->by_key);
+    tree_delete(&e->by_exp);
+    entry_free(t, e);
+    return e->ref_cnt;
+}
+"""
+
+
+def test_a_function_that_ends_by_releasing_its_parameter_releases_it(tmp_path):
+    """Longer than a thin wrapper, it unlinks what it was handed and then hands it, once and
+    unconditionally, to be released, touching it no more: its RELEASE."""
+    gained, lost = _difference(tmp_path, {"table.c": ENDS_RELEASING}, "through_wrappers")
+    assert {(f, k) for f, k, _, _ in gained} == {("entry_kill", "RELEASE")}, gained
+    assert lost == set()

@@ -494,6 +494,7 @@ class _Walker:
         body = next((x for x in c.get_children() if x.kind == K.COMPOUND_STMT), None)
         if body is not None:
             _Body(self.ci, fn, self.lines, c, body).visit(body, loops=0)
+            _lock_macros(fn, self.lines)
         self.unit.functions.append(fn)
 
 
@@ -1000,6 +1001,8 @@ def _written_args(c) -> list[str]:
             return []
     if "(" not in toks or toks[-1] != ")":
         return []
+    if ";" in toks:  # a macro's call: its extent runs from the macro's definition to its use
+        return []
     out, cur, depth = [], [], 0
     for t in toks[toks.index("(") + 1 : -1]:
         if t == "," and depth == 0:
@@ -1028,6 +1031,79 @@ def _text(c) -> str:
         if n > TEXT_MAX:
             break
     return " ".join(out)[:TEXT_MAX]
+
+
+LOCK_NAME = re.compile(r"(try|un|rd|wr|spin)?lock|latch", re.I)
+LOOP_WORD = re.compile(r"\b(while|for|do)\b")
+
+
+def _lock_macros(fn: Function, lines: list[str]) -> None:
+    """Read a lock a macro spells as the one call it is to its reader. A spinlock written as
+    a macro (``HA_SPIN_LOCK(QUEUE_LOCK, &q->lock)``) expands to loops, atomics and
+    size-checked helpers on one line; its calls become one call named for the macro, with the
+    macro's arguments, and the loops it spelt (on a line with no loop keyword) are dropped.
+    A macro that is one plain call (``mutex_lock(m)`` for ``pthread_mutex_lock(m)``) stays
+    that call."""
+    by_line: dict[int, list[Call]] = {}
+    for c in fn.calls:
+        by_line.setdefault(c.line, []).append(c)
+    spelt: dict[int, Call] = {}
+    for line, calls in by_line.items():
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        m = re.match(r"\s*([A-Za-z_]\w*)\s*\(", text)
+        if not m or any(c.callee == m.group(1) for c in calls):
+            continue
+        name = m.group(1)
+        words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)
+        if not any(LOCK_NAME.fullmatch(w) for w in words):
+            continue
+        if len(calls) == 1 and not calls[0].callee.startswith("__"):
+            continue  # an alias of one call
+        args = _macro_args(text[m.end() - 1 :])
+        real = sum(
+            1
+            for lp in fn.loops
+            if lp.line <= line <= lp.end_line and (lp.line != line or LOOP_WORD.search(text))
+        )
+        first = min(calls, key=lambda c: len(c.path))
+        spelt[line] = Call(name, line, real, "", args, first.path, False)
+    kept = []
+    for c in fn.calls:
+        if c.line not in spelt:
+            kept.append(c)
+        elif c is by_line[c.line][0]:
+            kept.append(spelt[c.line])
+    fn.calls = kept
+    fn.loops = [
+        lp
+        for lp in fn.loops
+        if not (lp.line == lp.end_line and lp.line in spelt and not _loop_written(lines, lp))
+    ]
+
+
+def _loop_written(lines: list[str], lp: Loop) -> bool:
+    text = lines[lp.line - 1] if 0 < lp.line <= len(lines) else ""
+    return bool(LOOP_WORD.search(text))
+
+
+def _macro_args(text: str) -> list[str]:
+    """The arguments of a macro call as written: ``(A, f(b, c))`` is ``["A", "f(b, c)"]``."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+            if depth == 1:
+                continue
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        elif ch == "," and depth == 1:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    return [*out, cur.strip()] if cur.strip() or out else out
 
 
 def _comment(c) -> str:

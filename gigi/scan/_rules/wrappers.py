@@ -67,7 +67,9 @@ def through_wrappers(found: Found) -> Found:
             # (do_item_alloc returns what do_item_alloc_pull took, after setting it up): a
             # status code it passes on (rc = lock(...); ...; return rc) hands out nothing
             thin = fn.end_line - fn.line <= WRAPPER_LINES and len(work) <= 2
-            if not thin and "*" not in fn.return_type:
+            # a longer one that returns no object may still end by releasing its parameter
+            releases_only = not thin and "*" not in fn.return_type
+            if releases_only and fn.end_line - fn.line > LONGER_LINES:
                 continue
             params = {n for _, n in fn.params if n}
             for call in work:
@@ -76,7 +78,7 @@ def through_wrappers(found: Found) -> Found:
                     continue
                 acquired: set[str] = set()  # what this call acquires for the wrapper
                 for kind, resources in sorted(got.items(), key=lambda kr: kr[0] == "WAIT"):
-                    if kind in kinds_of.get(fn.name, ()):
+                    if kind in kinds_of.get(fn.name, ()) or releases_only and kind != "RELEASE":
                         continue
                     if kind == "WAIT":  # it waits where it acquires: in the call it wraps
                         # (a thin wrapper's job is the call; a longer function that also
@@ -86,6 +88,11 @@ def through_wrappers(found: Found) -> Found:
                     passes = any(bare(a) in params for a in call.args)
                     if kind == "WAIT":
                         pass
+                    elif not thin and kind == "RELEASE":
+                        # a longer function that ends by handing its parameter to be
+                        # released (a kill that unlinks an entry, then frees it) releases it
+                        fits, how = _ends_releasing(fn, call, work, released, resources)
+                        resources = {r for r in resources if fits}
                     elif not thin and kind != "ACQUIRE":
                         continue
                     elif kind == "ACQUIRE" and passes and resources <= locks and thin:
@@ -141,6 +148,23 @@ def through_wrappers(found: Found) -> Found:
             for kind, resources in kinds.items():
                 events.setdefault(name, {}).setdefault(kind, set()).update(resources)
     return replace(found, sites=(*found.sites, *added))
+
+
+LONGER_LINES = 60  # a function that ends by releasing its parameter, and no longer
+
+
+def _ends_releasing(fn, call, work, released: dict, resources: set[str]) -> tuple[bool, str]:
+    """Whether FN's last word on a parameter is CALL releasing it: handed over once,
+    unconditionally, and not touched after; and how, in words."""
+    if fn.end_line - fn.line > LONGER_LINES or sum(c.callee == call.callee for c in work) > 1:
+        return False, ""
+    objs = {handed_param(fn, call, released[call.callee][r]) for r in resources} - {""}
+    if len(objs) != 1 or not unconditional(fn, call):
+        return False, ""
+    obj = objs.pop()
+    if any(line > call.line for line, _ in fn.uses_after.get(obj, [])):
+        return False, ""
+    return True, f"ends by handing {obj} to {call.callee}, which releases it"
 
 
 def _released_at(released: dict, fn, resource: str, line: int, obj: str):
