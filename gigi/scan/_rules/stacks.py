@@ -1,20 +1,20 @@
-"""A free list kept in a global: a file's ``static request_st *reqpool`` that one function
-pops (``r = reqpool; reqpool = r->next``) and another pushes back (``r->next = reqpool;
-reqpool = r``), linked through a member of the objects themselves, whatever its name (a
-pointer reused as the link: ``reqpool = (request_st *)r->con``). The pop is its ACQUIRE
-(the object it took, recorded where it is returned: on the slow path too), the push its
-RELEASE (the object it was handed); where the pop finds the list empty and the function makes
-a new object instead (``else r = calloc(...)``, or a later ``return chunk_init_sz(sz)``), that
-is the slow path: its WAIT. Both must be seen, in the scanned code, for the global to be a
-free list: a global set to an object and read back is a cache of one, not a pool. A pop
-inside a loop drains the list (the pool torn down), and is no event."""
+"""A free list kept in a global: a file's ``static request_st *reqpool`` that one function pops
+(``r = reqpool; reqpool = r->next``) and another pushes back (``r->next = reqpool; reqpool =
+r``), linked through a member of the objects themselves, whatever its name (a pointer reused as
+the link: ``reqpool = (request_st *)r->con``). The pop is its ACQUIRE (the object it took,
+recorded where it is returned: on the slow path too), the push its RELEASE (the object it was
+handed); where the pop finds the list empty and the function makes a new object instead (``else
+r = calloc(...)``, ``else c = chunk_init_sz(sz)``, or a later ``return chunk_init_sz(sz)``),
+that is the slow path: its WAIT. Both must be seen, in the scanned code, for the global to be a
+free list: a global set to an object and read back is a cache of one, not a pool. A pop inside
+a loop drains the list (the pool torn down), and is no event."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
 
-from gigi.scan._offline import MADE, Candidate, ResourceGuess
+from gigi.scan._offline import Candidate, ResourceGuess
 from gigi.scan._parse import Assign, Function
 from gigi.scan._rules._code import found_by
 from gigi.scan._rules._found import Found, Site
@@ -125,9 +125,8 @@ def _made_instead(m: Move) -> int | None:
     test, branch = m.path[-1]
     other = (*m.path[:-1], (test, 1 - branch))
     for a in m.fn.assigns:
-        if a.target == m.obj and a.path[: len(other)] == other:
-            if any(MADE.search(c) for c in a.calls):
-                return a.line
+        if a.target == m.obj and a.path[: len(other)] == other and a.calls:
+            return a.line  # what a call makes or finds elsewhere: chunk_init_sz(), calloc()
     if m.line not in {line for line, _, _ in m.fn.returns}:
         return None
     made = [
