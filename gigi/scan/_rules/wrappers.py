@@ -1,16 +1,20 @@
-"""A thin wrapper performs its callee's event: a short function of the interface (not a
-file's static helper, whose events are its callers': a probe there would stand outermost
-over its callee's, which knows the object) that makes one call beside checks and reports
-(a lock taken around it aside) and either returns what that call ACQUIREs (in the return
-itself, or through a local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``), or hands
-it one of its own parameters to RELEASE or, for a lock (a resource held exclusive or
-shared, or a lock API's lock) or a callee that ACQUIREs what it is handed (a job it
-queues), to take, unconditionally or behind a test of its parameters alone (``if (p)``);
-where the call it wraps waits before it acquires (``uv_sem_wait`` around ``sem_wait``), it
-waits too. Outside any loop; proposed at the call, callers of callers too, up to
-``ROUNDS`` deep; a function the scan already gave an event of that kind keeps its own.
-The instrumenter records the outermost of nested events of one kind and resource, so a
-wrapper's event and its callee's are one."""
+"""A thin wrapper performs its callee's event: a short function that makes one call beside
+checks and reports (a lock taken around it aside) and either returns what that call ACQUIREs
+(in the return itself, or through a local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``),
+or hands it one of its own parameters to RELEASE or, for a lock (a resource held exclusive or
+shared, or a lock API's lock) or a callee that ACQUIREs what it is handed (a job it queues),
+to take, unconditionally or behind a test of its parameters alone (``if (p)``); where the
+call it wraps waits before it acquires (``uv_sem_wait`` around ``sem_wait``), it waits too.
+A longer function that ends by handing its parameter to be released, touching it no more,
+releases it. Outside any loop; proposed at the call, callers of callers too, to a fixed
+point; a function the scan already gave an event of that kind keeps its own.
+
+A file's static helper carries its callee's event up to the functions that call it, and
+records none itself: its events are its callers' (a probe there would stand outermost over
+its callee's, which knows the object), so memcached's redispatch_conn takes the queue item
+that cache_alloc hands to cqi_new and notify_worker_fd, both static. The instrumenter
+records the outermost of nested events of one kind and resource, so a wrapper's event and
+its callee's are one."""
 
 from __future__ import annotations
 
@@ -61,8 +65,6 @@ def through_wrappers(found: Found) -> Found:
             work = [
                 c for c in fn.calls if not CHECKS.search(c.callee) and not GUARDS.search(c.callee)
             ]
-            if fn.internal:
-                continue  # a file's static helper: its events are its callers'
             # a longer function only hands out the object a call it returns acquired
             # (do_item_alloc returns what do_item_alloc_pull took, after setting it up): a
             # status code it passes on (rc = lock(...); ...; return rc) hands out nothing
@@ -130,6 +132,10 @@ def through_wrappers(found: Found) -> Found:
                         if kind == "RELEASE":  # the parameter it hands over to be released
                             obj = handed_param(fn, call, released[call.callee][res])
                             _released_at(released, fn, res, call.line, obj)
+                        if fn.internal:
+                            # a file's static helper: its events are its callers', who
+                            # wrap it in turn; it carries the event up, and records none
+                            continue
                         c = Candidate(
                             fn.file,
                             fn.name,
