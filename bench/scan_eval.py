@@ -4,7 +4,8 @@
 
 Real codebases first (tests/scan_real/*.json: Redis, nginx, libuv, memcached, httpd,
 PostgreSQL, pgbouncer, lighttpd, HAProxy, Unbound, each fetched from Debian's source packages
-by tests/debian.py, with function labels written from reading the code): the labeled files
+by tests/debian.py, and llama.cpp's KV cache in C++, from the llama-cpp-python source
+distribution; with function labels written from reading the code): the labeled files
 scanned offline in their whole tree, and per codebase and stage (proposed; verified) the
 labeled functions found, their kinds right, the functions with more than 3 sites, the decoys
 hit and the precision over every function of the labeled files, and the parse errors (clang's:
@@ -35,7 +36,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "tests" / "sqlite"))
 sys.path.insert(0, str(HERE / "tests"))
 
-from debian import source_tree, unpacked  # noqa: E402
+from debian import sdist_tree, source_tree, unpacked  # noqa: E402
 from fetch import SUBSET, link_files, prepare, sqlite_tree  # noqa: E402
 
 from gigi.scan import scan  # noqa: E402
@@ -74,6 +75,16 @@ def prepared(tree: Path, labels: dict) -> list[Path]:
     return dirs
 
 
+def fetched(labels: dict) -> Path | None:
+    """The tree a codebase's labels name: Debian's source package ("package"), or a source
+    distribution from the Python package index ("sdist": project and version, for a C++
+    tree vendored there, llama.cpp in llama-cpp-python)."""
+    if "sdist" in labels:
+        sd = labels["sdist"]
+        return sdist_tree(sd["project"], sd["version"], labels["marker"])
+    return source_tree(labels["package"], labels["marker"])
+
+
 def real_codebases(names: list[str] | None, details: bool) -> None:
     """Every labeled real codebase: one row per codebase and stage, then the means of the
     tuned and the held-out ones."""
@@ -85,9 +96,10 @@ def real_codebases(names: list[str] | None, details: bool) -> None:
         name = labels["codebase"]
         if names and name not in names:
             continue
-        tree = source_tree(labels["package"], labels["marker"])
+        tree = fetched(labels)
         if tree is None:
-            print(f"{name}: cannot fetch Debian's source package {labels['package']}")
+            where = labels.get("package") or labels["sdist"]["project"]
+            print(f"{name}: cannot fetch the source of {where}")
             continue
         includes = prepared(tree, labels)
         t = time.perf_counter()

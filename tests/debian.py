@@ -98,6 +98,32 @@ def source_tree(package: str, marker: str, cache: Path | None = None) -> Path | 
     return found()
 
 
+def sdist_tree(project: str, version: str, marker: str, cache: Path | None = None) -> Path | None:
+    """The unpacked source distribution of PROJECT==VERSION from the Python package index
+    (``llama-cpp-python``, which vendors llama.cpp), fetched once into CACHE (as for
+    ``source_tree``: a folder named after the project): the folder that holds MARKER. None,
+    with why on stderr, when pip cannot get it."""
+    root = os.environ.get("GIGI_SRC_CACHE")
+    cache = cache or (Path(root) if root else Path(tempfile.gettempdir())) / f"gigi-sdist-{project}"
+    hit = next(iter(sorted(cache.glob(f"*/{marker}"))), None) if cache.exists() else None
+    if hit is None:
+        cache.mkdir(parents=True, exist_ok=True)
+        got = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps"]
+            + ["--dest", str(cache), f"{project}=={version}"],
+            capture_output=True,
+            text=True,
+        )
+        if got.returncode != 0:
+            print(got.stderr[-2000:], file=sys.stderr)
+            return None
+        for sdist in sorted(cache.glob("*.tar.gz")):
+            with tarfile.open(sdist) as tar:
+                tar.extractall(cache, filter="data")
+        hit = next(iter(sorted(cache.glob(f"*/{marker}"))), None)
+    return Path(str(hit)[: -len(marker)]).resolve() if hit else None
+
+
 def unpacked(name: str, packages: list[str], cache: Path | None = None) -> Path | None:
     """Debian's binary PACKAGES unpacked together (not installed) into one folder, once, in
     CACHE (default: as for ``source_tree``, a folder named after NAME): the headers and

@@ -311,8 +311,10 @@ def test_the_real_codebases_labels_are_well_formed():
     seen = 0
     for path in sorted((CORPUS.parent / "scan_real").glob("*.json")):
         labels = json.loads(path.read_text())
-        for key in ("codebase", "package", "marker", "files", "functions", "decoys"):
+        for key in ("codebase", "marker", "files", "functions", "decoys"):
             assert key in labels, (path.name, key)
+        # where its tree comes from: Debian's source package, or a pinned source distribution
+        assert "package" in labels or {"project", "version"} <= set(labels.get("sdist", ()))
         assert labels["marker"] in labels["files"] or labels["files"], path.name
         named = [(f["file"], f["function"]) for f in labels["functions"]]
         decoys = [(d["file"], d["function"]) for d in labels["decoys"]]
@@ -1033,6 +1035,48 @@ def test_a_lock_a_macro_spells_is_one_call_and_an_alias_stays_its_call(tmp_path)
     assert [(c.callee, c.args) for c in fns["other"].calls] == [("pthread_mutex_lock", ["m"])]
     got = {(c.function, c.kind) for c in r.verified()}
     assert ("entry_new", "ACQUIRE") in got  # a wrapper of __entry_new, its lock aside
+
+
+SLOT_CACHE = """
+#include <vector>
+struct cell { int pos; int seq; };
+class slot_cache {
+public:
+    slot_cache(int n) : cells(n), used(0), size(n) {
+        for (auto &c : cells)
+            c.pos = -1;
+        used = 0;
+    }
+    ~slot_cache() { used = 0; }
+    int take(int pos) {
+        for (int i = 0; i < size; i++) {
+            if (cells[i].pos < 0) {
+                cells[i].pos = pos;
+                used++;
+                return i;
+            }
+        }
+        return -1;
+    }
+    void give(int i) {
+        cells[i].pos = -1;
+        used--;
+    }
+private:
+    std::vector<cell> cells;
+    int used;
+    int size;
+};
+"""
+
+
+def test_a_classes_slots_are_taken_by_index_and_its_structors_move_nothing(tmp_path):
+    """A C++ cache of cells: the method that marks a free cell used and returns its index
+    takes a slot (the index names what it took), the one that clears it gives it back; the
+    constructor and destructor set the cache up and tear it down, and move no units."""
+    (tmp_path / "cache.cpp").write_text(SLOT_CACHE)
+    got = {(c.function, c.kind, c.object_expr) for c in scan(tmp_path, jobs=1).verified()}
+    assert got == {("slot_cache::take", "ACQUIRE", "i"), ("slot_cache::give", "RELEASE", "")}
 
 
 SUMMARIES = """

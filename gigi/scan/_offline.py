@@ -458,7 +458,9 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         out.append(Candidate(fn.file, fn.name, line, kind, resource, obj, amount, "heuristic", why))
 
     short = fn.name.split("::")[-1]
-    if lifecycle(short) and not first_reference(fn, mine):
+    # a C++ constructor or destructor (llama_kv_cache::llama_kv_cache, ::~llama_kv_cache)
+    structor = "::" in fn.name and short.lstrip("~") == fn.name.split("::")[-2]
+    if (lifecycle(short) or structor) and not first_reference(fn, mine):
         return out  # creating or tearing down the resource itself moves none of its units
     links = links_of(guess)
     free = free_heads(guess, links)

@@ -109,6 +109,12 @@ def _derived(fn: Function, mine: set[str]) -> set[str]:
                 out.add(a.target)
             elif _mine(a.target, mine) and a.op == "=":
                 out.update(s for s in a.sources if "." not in s and s in fn.locals)
+                # the slot written (cells[i].pos = pos): its index names what was taken
+                out.update(
+                    x
+                    for x in re.findall(r"\[\s*([A-Za-z_]\w*)\s*\]", a.target_base)
+                    if x in fn.locals
+                )
     return out
 
 
