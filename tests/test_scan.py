@@ -1079,6 +1079,43 @@ def test_a_classes_slots_are_taken_by_index_and_its_structors_move_nothing(tmp_p
     assert got == {("slot_cache::take", "ACQUIRE", "i"), ("slot_cache::give", "RELEASE", "")}
 
 
+USED_SET = """
+#include <set>
+#include <vector>
+/* the cells of a cache: the position each holds, and which are in use */
+class slot_cells {
+public:
+    void occupy(unsigned i, int p) {
+        pos[i] = p;
+        used.insert(i);
+    }
+    void rm(unsigned i) {
+        pos[i] = -1;
+        used.erase(i);
+    }
+    unsigned n_used() const { return used.size(); }
+    unsigned capacity() const { return pos.size(); }
+private:
+    std::vector<int> pos;
+    std::set<unsigned> used;
+};
+"""
+
+
+def test_a_set_of_cells_in_use_counts_them_by_its_methods(tmp_path):
+    """A standard container member is a count its methods move: inserting the cell the
+    caller names into the set of those in use takes it, erasing it gives it back; reading
+    the set's size moves nothing."""
+    (tmp_path / "cells.cpp").write_text(USED_SET)
+    r = scan(tmp_path, jobs=1)
+    fns = {f.name: f for u in r.units for f in u.functions}
+    assert [(a.target, a.op) for a in fns["slot_cells::occupy"].assigns if a.op != "="] == [
+        ("slot_cells.used", "+=")
+    ]
+    got = {(c.function, c.kind, c.object_expr) for c in r.verified()}
+    assert got == {("slot_cells::occupy", "ACQUIRE", "i"), ("slot_cells::rm", "RELEASE", "")}
+
+
 SUMMARIES = """
 #include <stddef.h>
 typedef struct obj { int refcount; int type; void *ptr; } robj;

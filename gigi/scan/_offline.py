@@ -89,6 +89,22 @@ def references_taken(fn: Function, takes: list, objects: set[str]) -> list:
     ]
 
 
+# a standard container's member grown by one key (the parser's ``used.insert(i)``)
+CONTAINER_STEP = re.compile(r"\.(insert|emplace\w*|push_\w+)\((\w+)\)$")
+
+
+def slots_named(fn: Function, takes: list) -> list[str]:
+    """The parameters whose slot a count raised marks in use (``used.insert(i)``, the cell the
+    caller names): taken for the caller, as a reference on an object handed in is."""
+    params = {n for _, n in fn.params}
+    out = []
+    for a in takes:
+        m = CONTAINER_STEP.search(a.text)
+        if m and m.group(2) in params:
+            out.append(m.group(2))
+    return out
+
+
 def takes_units(a) -> bool:
     member = _counted(a)
     return member is not None and (a.op == "+=") != bool(INVERSE.search(member))
@@ -502,6 +518,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
     ]
     referenced = references_taken(fn, takes, set(objects))
+    named = slots_named(fn, takes)
     holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
     moves = queue_moves(fn, mine, queue_heads(guess, links), holders_of)
     pops = [a for a in pops if a not in moves.pops]
@@ -518,7 +535,11 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         not queued
         and (takes or cas or locks or pops)
         and (
-            returns_object or referenced or ACQUIRE_NAME.search(short) or first_reference(fn, mine)
+            returns_object
+            or referenced
+            or named
+            or ACQUIRE_NAME.search(short)
+            or first_reference(fn, mine)
         )
     ):
         line = max([a.line for a in takes + pops] + [c.line for c in cas] + [c.line for c in locks])
@@ -535,7 +556,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             + [srcs[0] for srcs in returned if srcs[0] in fn.locals]
         )
         obj = next((x for x in candidates if not is_status(fn, x) and x not in holders_of), "")
-        obj = obj or (referenced[0].target_base if referenced else "")
+        obj = obj or (referenced[0].target_base if referenced else "") or next(iter(named), "")
         obj = obj or (lock_index(fn) if locking else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
     obj = objects[-1] if objects else (lock_index(fn) if locking else "")

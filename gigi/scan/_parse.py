@@ -781,6 +781,31 @@ class _Body:
         self.fn.calls.append(
             Call(callee, c.location.line, loops, receiver, args, self.path, indirect)
         )
+        if receiver and kids:
+            field = _field_of(kids[0])
+            if field is not None and _container(field):
+                self.container_step(c, callee, receiver, field, args)
+
+    def container_step(self, c, callee: str, receiver: str, member, args: list[str]) -> None:
+        """A standard container member grown or shrunk by a method (``used.insert(i)``,
+        ``free_list.pop_back()``): the ``+=`` or ``-=`` it performs on the member's size, as
+        a count's step is read."""
+        op = "+=" if callee in CONTAINER_GROWS else "-=" if callee in CONTAINER_SHRINKS else ""
+        if not op:
+            return
+        inner = list(member.get_children())
+        base = _text(inner[0]) if inner else "this"
+        self.fn.assigns.append(
+            Assign(
+                c.location.line,
+                receiver,
+                base or "this",
+                [receiver],
+                op,
+                f"{receiver.split('.', 1)[-1]}.{callee}({', '.join(args[:1])})",
+                path=self.path,
+            )
+        )
 
     # expressions
 
@@ -925,6 +950,32 @@ def _operator(c) -> str:
 
 # the atomic builtins a compiler prints for C11's and GCC's atomic operations, and those of them
 # that add to or subtract from their object
+# what a standard container's methods do to its size
+CONTAINER_GROWS = {"insert", "emplace", "emplace_back", "emplace_front", "push_back", "push_front"}
+CONTAINER_SHRINKS = {"erase", "pop_back", "pop_front", "clear", "extract"}
+CONTAINER = re.compile(
+    r"\bstd::(__\w+::)?(vector|deque|list|forward_list|set|multiset|map"
+    r"|multimap|unordered_\w+|queue|priority_queue|stack)\b"
+)
+
+
+def _field_of(method_ref):
+    """The member a method is called on (``used`` in ``used.erase(i)``), or None."""
+    for x in method_ref.walk_preorder():
+        if x is not method_ref and x.kind.name == "MEMBER_REF_EXPR":
+            ref = x.referenced
+            return x if ref is not None and ref.kind.name == "FIELD_DECL" else None
+    return None
+
+
+def _container(member_ref) -> bool:
+    """Whether a member reference names a standard container member of a record."""
+    ref = member_ref.referenced
+    if ref is None or ref.kind.name != "FIELD_DECL":
+        return False
+    return bool(CONTAINER.search(ref.type.get_canonical().spelling))
+
+
 ATOMIC_BUILTIN = re.compile(r"\b(__c11_atomic_\w+|__atomic_\w+)\s*\(")
 ATOMIC_STEP = re.compile(r"fetch_(add|sub)$|_(add|sub)_fetch$")
 

@@ -37,6 +37,7 @@ from gigi.scan._offline import (
     references_taken,
     release_effects,
     same_path,
+    slots_named,
     slow_branches,
     slow_calls,
     takes_units,
@@ -215,6 +216,9 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
             True,
             f"reference taken ({referenced[0].text}) on the object handed in, kept by the caller",
         )
+    named = slots_named(fn, takes)
+    if named and not returned and not out_param:
+        return Verdict(True, f"the slot the caller names ({named[0]}) marked in use, kept by it")
     if kept and takes and not returned and not out_param:
         return Verdict(
             True, f"lock taken ({kept[0].callee}), recorded in {takes[0].target} and kept"

@@ -57,6 +57,11 @@ def through_wrappers(found: Found) -> Found:
                 handed.setdefault(c.function, set()).add(c.resource)
             if c.kind == "RELEASE" and callee:
                 _released_at(released, callee, c.resource, c.line, c.object_expr)
+    # a C++ method by its own name, where no other function has that name
+    named: dict[str, list[str]] = {}
+    for fn in found.functions.values():
+        named.setdefault(fn.name.split("::")[-1], []).append(fn.name)
+    methods = {s: full[0] for s, full in named.items() if len(full) == 1 and s != full[0]}
     added = []
     for _ in range(ROUNDS):
         new: dict[str, dict[str, set[str]]] = {}
@@ -75,8 +80,10 @@ def through_wrappers(found: Found) -> Found:
                 continue
             params = {n for _, n in fn.params if n}
             for call in work:
-                got = events.get(call.callee)
-                if not got or call.indirect or call.loops or call.callee == fn.name:
+                # a method called by its own name (kv->get_k(...)): the one function so named
+                name = call.callee if call.callee in events else methods.get(call.callee, "")
+                got = events.get(name)
+                if not got or call.indirect or call.loops or name == fn.name:
                     continue
                 acquired: set[str] = set()  # what this call acquires for the wrapper
                 for kind, resources in sorted(got.items(), key=lambda kr: kr[0] == "WAIT"):
@@ -93,7 +100,7 @@ def through_wrappers(found: Found) -> Found:
                     elif not thin and kind == "RELEASE":
                         # a longer function that ends by handing its parameter to be
                         # released (a kill that unlinks an entry, then frees it) releases it
-                        fits, how = _ends_releasing(fn, call, work, released, resources)
+                        fits, how = _ends_releasing(fn, call, work, released[name], resources)
                         resources = {r for r in resources if fits}
                     elif not thin and kind != "ACQUIRE":
                         continue
@@ -104,7 +111,7 @@ def through_wrappers(found: Found) -> Found:
                         kind == "ACQUIRE"
                         and passes
                         and thin
-                        and resources <= handed.get(call.callee, set())
+                        and resources <= handed.get(name, set())
                     ):
                         fits = unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which takes it"
@@ -117,7 +124,7 @@ def through_wrappers(found: Found) -> Found:
                         fits = False  # giving back twice: a job of its own (a whole tree)
                     else:
                         resources = {
-                            r for r in resources if handed_param(fn, call, released[call.callee][r])
+                            r for r in resources if handed_param(fn, call, released[name][r])
                         }
                         fits = bool(resources) and unconditional(fn, call)
                         how = f"hands its parameter to {call.callee}, which releases it"
@@ -130,7 +137,7 @@ def through_wrappers(found: Found) -> Found:
                         new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
                         obj = ""
                         if kind == "RELEASE":  # the parameter it hands over to be released
-                            obj = handed_param(fn, call, released[call.callee][res])
+                            obj = handed_param(fn, call, released[name][res])
                             _released_at(released, fn, res, call.line, obj)
                         if fn.internal:
                             # a file's static helper: its events are its callers', who
@@ -159,12 +166,12 @@ def through_wrappers(found: Found) -> Found:
 LONGER_LINES = 60  # a function that ends by releasing its parameter, and no longer
 
 
-def _ends_releasing(fn, call, work, released: dict, resources: set[str]) -> tuple[bool, str]:
+def _ends_releasing(fn, call, work, at: dict, resources: set[str]) -> tuple[bool, str]:
     """Whether FN's last word on a parameter is CALL releasing it: handed over once,
     unconditionally, and not touched after; and how, in words."""
     if fn.end_line - fn.line > LONGER_LINES or sum(c.callee == call.callee for c in work) > 1:
         return False, ""
-    objs = {handed_param(fn, call, released[call.callee][r]) for r in resources} - {""}
+    objs = {handed_param(fn, call, at[r]) for r in resources} - {""}
     if len(objs) != 1 or not unconditional(fn, call):
         return False, ""
     obj = objs.pop()
