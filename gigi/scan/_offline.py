@@ -118,7 +118,7 @@ def gives_units(a) -> bool:
 ACQUIRE_NAME = re.compile(
     r"get|acquire|alloc|checkout|claim|lookup|reserve|pin|fetch|insert|open|lock|take|grab"
     r"|begin|enter|start"
-    r"|obtain|borrow|lease|new_",
+    r"|obtain|borrow|lease|new",
     re.I,
 )
 # calls that make a new object: what they hand back is the caller's to set up
@@ -538,7 +538,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             returns_object
             or referenced
             or named
-            or ACQUIRE_NAME.search(short)
+            or named_for(ACQUIRE_NAME, short)
             or first_reference(fn, mine)
         )
     ):
@@ -562,7 +562,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     obj = objects[-1] if objects else (lock_index(fn) if locking else "")
     effects = release_effects(fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free)
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
-    if not queued and effects and (RELEASE_NAME.search(short) or gives):
+    if not queued and effects and (named_for(RELEASE_NAME, short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
         # lowers p->nRef on every call and unpins only at zero; the release is the lowering,
         # or its holds would pair with only some of the ACQUIREs that raised it)
@@ -726,6 +726,26 @@ NULL = r"(0|NULL|nullptr)"
 
 def _words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)]
+
+
+def named_for(pattern: re.Pattern, name: str) -> bool:
+    """Whether a word of NAME is what PATTERN names, or it with a prefix of up to three letters
+    (``ngx_palloc``, ``sdsfree``): ``pager_put`` and ``sqlite3PagerUnref`` are,
+    ``set_input_idxs`` is not named for putting (a common word that merely ends in the verb
+    says nothing).
+
+    >>> named_for(RELEASE_NAME, "set_input_k_idxs"), named_for(RELEASE_NAME, "bp_put")
+    (False, True)
+    """
+    return any(
+        pattern.match(w) or w not in COMMON and any(pattern.fullmatch(w[i:]) for i in (1, 2, 3))
+        for w in _words(name)
+    )
+
+
+# words that end in a verb the names look for without meaning it
+COMMON = {"input", "output", "throughput", "compute", "append", "send", "spend", "extend"}
+COMMON |= {"target", "budget", "spin", "block", "clock", "legend", "pend", "depend"}
 
 
 def slow_calls(calls: list[str]) -> list[str]:
@@ -954,7 +974,7 @@ def release_effects(
                 out.append(Effect(c.line, c.path, "freed"))
         elif (
             obj
-            and RELEASE_NAME.search(c.callee)
+            and named_for(RELEASE_NAME, c.callee)
             and any(re.search(rf"\b{re.escape(obj)}\b", x) for x in c.args)
         ):
             out.append(Effect(c.line, c.path, f"handed to {c.callee}"))
