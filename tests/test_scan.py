@@ -923,6 +923,13 @@ void lock_buffer(int buffer, int mode)
 		LWLockAcquire(&buf->content_lock, mode);
 }
 
+#define BUFFER_LOCK_UNLOCK 0
+#define BUFFER_LOCK_SHARE 1
+
+/* a mode that takes the lock, and one that gives it back */
+void share_buffer(int buffer) { lock_buffer(buffer, BUFFER_LOCK_SHARE); }
+void unlock_buffer(int buffer) { lock_buffer(buffer, BUFFER_LOCK_UNLOCK); }
+
 /* Look at the contents of BUFFER under its lock. */
 int buffer_tag(int buffer)
 {
@@ -939,10 +946,13 @@ int buffer_tag(int buffer)
 def test_a_lock_taken_on_what_the_caller_names_and_kept_is_its_acquire(tmp_path):
     """The content lock of the buffer the caller names, taken and not given back on that
     path, is held by the caller: an ACQUIRE though nothing is returned (a Release-named call
-    gives a lock back, it takes none). Taken and given back around work, it is no event."""
+    gives a lock back, it takes none). Taken and given back around work, it is no event; a
+    wrapper asking for an UNLOCK mode takes nothing."""
     (tmp_path / "buf.c").write_text(HANDED_LOCK)
     got = {(c.function, c.kind, c.line) for c in scan(tmp_path, jobs=1).verified()}
-    assert got == {("lock_buffer", "ACQUIRE", 16)}  # the LWLockAcquire
+    # the LWLockAcquire, and the wrapper taking it in a mode that locks (not the one that
+    # gives it back: BUFFER_LOCK_UNLOCK)
+    assert got == {("lock_buffer", "ACQUIRE", 16), ("share_buffer", "ACQUIRE", 23)}
 
 
 HOLDER_COUNT = """

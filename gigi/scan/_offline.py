@@ -177,12 +177,31 @@ LOCK_WORD = re.compile(r"(try|un|rd|wr|re)?lock(s|ed|ing)?", re.I)
 LOG_WORD = re.compile(r"(x?log|wal|journal|ring)(s|buf|buffer|file)?", re.I)
 
 
+# what a call that names a lock does to it, when not taking or giving it back (LWLockWakeup,
+# LWLockQueueSelf, LWLockUpdateVar, LWLockHeldByMe, LWLockRegisterTranche)
+LOCK_CHORES = {"wake", "wakeup", "queue", "dequeue", "update", "conflicts", "held", "holds"}
+LOCK_CHORES |= {"init", "initialize", "register", "new", "tranche", "name", "report", "is"}
+
+
+def names_a_lock_call(callee: str) -> bool:
+    """Whether a call's name says it takes or gives back a lock: a lock word in it
+    (pthread_mutex_lock, LockBufHdr, pagerLockDb, LWLockAcquire), and no word after it for
+    another chore done to the lock.
+
+    >>> names_a_lock_call("LWLockAcquire"), names_a_lock_call("LWLockWakeup")
+    (True, False)
+    """
+    words = _words(callee)
+    at = [i for i, w in enumerate(words) if LOCK_WORD.fullmatch(w)]
+    return bool(at) and not set(words[at[0] + 1 :]) & LOCK_CHORES
+
+
 def lock_calls(fn: Function, unlock: bool) -> list:
     """Calls that take (or, with ``unlock``, give back) a lock handed out by a lock manager,
     the guards of the function's own critical section left out."""
     out = []
     for c in fn.calls:
-        if GUARD.search(c.callee) or not any(LOCK_WORD.fullmatch(w) for w in _words(c.callee)):
+        if GUARD.search(c.callee) or not names_a_lock_call(c.callee):
             continue
         releasing = bool(re.search(r"unlock|release", c.callee, re.I)) or any(
             "UNLOCK" in a for a in c.args

@@ -113,7 +113,8 @@ def through_wrappers(found: Found) -> Found:
                     elif not thin and kind != "ACQUIRE":
                         continue
                     elif kind == "ACQUIRE" and passes and resources <= locks and thin:
-                        fits = unconditional(fn, call)
+                        # not a mode that gives it back (LockBuffer(buf, BUFFER_LOCK_UNLOCK))
+                        fits = unconditional(fn, call) and not any("UNLOCK" in a for a in call.args)
                         how = f"hands its parameter to {call.callee}, which locks it"
                     elif (
                         kind == "ACQUIRE"
