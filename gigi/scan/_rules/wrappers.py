@@ -6,10 +6,8 @@ shared, or a lock API's lock) or a callee that ACQUIREs what it is handed (a job
 to take, unconditionally or behind a test of its parameters alone (``if (p)``); where the
 call it wraps waits before it acquires (``uv_sem_wait`` around ``sem_wait``), it waits too.
 A longer function that ends by handing its parameter to be released, touching it no more,
-releases it. Outside any loop, but for one that gives back each unit it walks (every
-connection of a list handed, on every turn, to the function that gives one back); proposed
-at the call, callers of callers too, to a fixed point; a function the scan already gave an
-event of that kind keeps its own.
+releases it. Outside any loop; proposed at the call, callers of callers too, to a fixed
+point; a function the scan already gave an event of that kind keeps its own.
 
 A file's static helper carries its callee's event up to the functions that call it, and
 records none itself: its events are its callers' (a probe there would stand outermost over
@@ -85,14 +83,11 @@ def through_wrappers(found: Found) -> Found:
                 # a method called by its own name (kv->get_k(...)): the one function so named
                 name = call.callee if call.callee in events else methods.get(call.callee, "")
                 got = events.get(name)
-                if not got or call.indirect or name == fn.name:
+                if not got or call.indirect or call.loops or name == fn.name:
                     continue
-                looped = call.loops > 0  # then only a loop that gives back what it walks
                 acquired: set[str] = set()  # what this call acquires for the wrapper
                 for kind, resources in sorted(got.items(), key=lambda kr: kr[0] == "WAIT"):
-                    if kind in kinds_of.get(fn.name, ()):
-                        continue
-                    if (releases_only or looped) and kind != "RELEASE":
+                    if kind in kinds_of.get(fn.name, ()) or releases_only and kind != "RELEASE":
                         continue
                     if kind == "WAIT":  # it waits where it acquires: in the call it wraps
                         # (a thin wrapper's job is the call; a longer function that also
@@ -102,9 +97,6 @@ def through_wrappers(found: Found) -> Found:
                     passes = any(bare(a) in params for a in call.args)
                     if kind == "WAIT":
                         pass
-                    elif looped:
-                        fits, how = _gives_back_in_loop(fn, call, work, released[name], kinds_of)
-                        resources = {r for r in resources if fits}
                     elif not thin and kind == "RELEASE":
                         # a longer function that ends by handing its parameter to be
                         # released (a kill that unlinks an entry, then frees it) releases it
@@ -187,26 +179,6 @@ def _ends_releasing(fn, call, work, at: dict, resources: set[str]) -> tuple[bool
     if any(line > call.line for line, _ in fn.uses_after.get(obj, [])):
         return False, ""
     return True, f"ends by handing {obj} to {call.callee}, which releases it"
-
-
-def _gives_back_in_loop(fn, call, work, at: dict, kinds_of: dict) -> tuple[bool, str]:
-    """Whether FN gives back, in a loop, each unit it walks: a function of no more than
-    LONGER_LINES that takes nothing, whose loop's work is CALL handing the unit it holds
-    (``disconnect_server(server)`` for each server of a list, ``cells.rm(i)`` for each cell)
-    to be released, on every turn; and how, in words."""
-    if fn.end_line - fn.line > LONGER_LINES or "ACQUIRE" in kinds_of.get(fn.name, ()):
-        return False, ""
-    inner = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
-    if not inner or not unconditional(fn, call):
-        return False, ""
-    loop = max(inner, key=lambda lp: lp.line)
-    busy = [c for c in loop.body_calls if not CHECKS.search(c) and not GUARDS.search(c)]
-    if len(set(busy)) > 3:
-        return False, ""  # the loop does work of its own
-    held = {root(call.args[i]) for i in set().union(*at.values()) if i < len(call.args)}
-    if not held & set(fn.locals):
-        return False, ""
-    return True, f"gives back each unit it walks, handing it to {call.callee}"
 
 
 def _released_at(released: dict, fn, resource: str, line: int, obj: str):
