@@ -1606,3 +1606,131 @@ void obj_copy_out(obj_cache_t *c, obj_t *o, char *out) { memcpy(out, o->data, 64
     r, got = _sites_by(tmp_path, "cache.c", text, r"")
     uses = {f for f, k, _ in got if k == "USE"}
     assert "obj_copy_out" in uses and not uses & {"obj_compute_size", "obj_dump"}, uses
+
+
+SPARE = """
+#include <stddef.h>
+#include <stdlib.h>
+typedef struct chunk { struct chunk *next; int used; char data[64]; } chunk_t;
+/* size classes of chunks: the spare ones of each, and their count */
+typedef struct chunk_class { chunk_t *slots; unsigned int sl_curr; unsigned int size; } chunk_class;
+
+extern void new_page(chunk_class *p);
+extern chunk_t *page_alloc(chunk_class *p);
+
+/* none spare: a page is cut into more, then one is taken (the count is stepped, so it
+   counts, whatever it is called) */
+chunk_t *class_alloc(chunk_class *p)
+{
+    chunk_t *it = NULL;
+    if (p->sl_curr == 0)
+        new_page(p);
+    if (p->sl_curr != 0) {
+        it = p->slots;
+        p->slots = it->next;
+        p->sl_curr--;
+    }
+    return it;
+}
+
+/* the spare one first; failing that, a new one made */
+chunk_t *class_get(chunk_class *p)
+{
+    chunk_t *c = p->slots;
+    if (c) {
+        p->slots = c->next;
+        p->sl_curr--;
+        return c;
+    }
+    c = page_alloc(p);
+    return c;
+}
+
+/* the same test on a chunk handed in, for a choice of work: no shortage */
+chunk_t *class_dup(chunk_class *p, chunk_t *src)
+{
+    chunk_t *c;
+    if (src->used == 0)
+        return src;
+    c = p->slots;
+    if (c == NULL)
+        return NULL;
+    p->slots = c->next;
+    p->sl_curr--;
+    return c;
+}
+
+typedef struct queue { chunk_t *last; } queue_t;
+
+/* room in the last chunk first (a test that starts with a macro); else a new chunk from
+   the function that takes one */
+char *queue_space(chunk_class *p, queue_t *q, int want)
+{
+    chunk_t *c = q->last;
+    if (NULL != c && c->used + want <= 64)
+        return c->data + c->used;
+    c = class_alloc(p);
+    return c ? c->data : NULL;
+}
+"""
+
+
+def test_the_slow_way_to_a_spare_unit_is_a_wait(tmp_path):
+    """Taking a unit has a slow path where none is spare: a count or list found empty and
+    more made before the take, or a fast path that returns a spare unit with the making of
+    a new one after it. Either is the WAIT; a branch on an object the caller handed in is
+    a choice of work, and a condition that starts with a macro is still read."""
+    r, got = _sites_by(tmp_path, "class.c", SPARE, r"none is spare|fast path")
+    assert {f for f, k, _ in got if k == "WAIT"} == {"class_alloc", "class_get", "queue_space"}
+    kinds = {(c.function, c.kind) for c in r.verified()}
+    assert {("class_alloc", "ACQUIRE"), ("class_get", "ACQUIRE"), ("class_dup", "ACQUIRE")} <= (
+        kinds
+    )
+    assert ("class_dup", "WAIT") not in kinds
+    why = next(c.why for c in r.verified() if (c.function, c.kind) == ("queue_space", "WAIT"))
+    assert "(NULL != c && c -> used + want <= 64)" in why, why
+
+
+BACK = """
+#include <stddef.h>
+struct server;
+/* a client connection, taken from the pool its server keeps */
+typedef struct conn { struct conn *next; struct server *srv; int fd; int n_requests; } conn_t;
+typedef struct server { conn_t *conns; conn_t *conns_pool; unsigned int n_free; } server_t;
+typedef struct page { struct cache *pCache; struct page *pDirty; int nRef; } page_t;
+typedef struct cache { page_t *pFree; int nPage; } cache_t;
+
+conn_t *conn_take(server_t *srv)
+{
+    conn_t *con = srv->conns_pool;
+    if (con == NULL)
+        return NULL;
+    srv->conns_pool = con->next;
+    srv->n_free--;
+    con->next = srv->conns;
+    srv->conns = con;
+    return con;
+}
+
+void conn_give(server_t *srv, conn_t *con)
+{
+    con->next = srv->conns_pool;
+    srv->conns_pool = con;
+    srv->n_free++;
+}
+"""
+
+
+def test_a_free_list_kept_by_what_the_objects_point_to_is_the_pools(tmp_path):
+    """A server its connections point back to may still keep their free list: taking the
+    head's next off it is a pop, not a put back, and the connection set as the head is
+    the one given back. A page's pointer named for its cache is its way back, no list."""
+    r, got = _sites_by(tmp_path, "srv.c", BACK, r"")
+    assert ("conn_take", "ACQUIRE", "conn") in got, got
+    assert ("conn_take", "RELEASE", "conn") not in got, got
+    given = [c for c in r.verified() if (c.function, c.kind) == ("conn_give", "RELEASE")]
+    assert [c.object_expr for c in given] == ["con"], given
+    conn = next(g for g in r.resources + r.unconfirmed if g.name == "conn")
+    assert "server" in conn.keepers
+    cache = next((g for g in r.resources + r.unconfirmed if g.name == "cache"), None)
+    assert cache is None or "page" not in cache.keepers

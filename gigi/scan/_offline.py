@@ -426,10 +426,18 @@ def _kept_free(g: ResourceGuess, by_record: dict[str, list[Member]]) -> None:
     ``free_connection_n``): a list of free units is the pool's, whoever holds its head."""
     own = {g.name, *g.elements}
     for rec, ms in by_record.items():
-        if rec in own:
+        if rec == g.name:
             continue
+        # an object's pointer named for the resource (page->pCache) is its way back, not
+        # a list; a record the resource's objects point to may keep their free list too
+        # (a connection's server, with its pool of free connections)
         lists = [
-            m for m in ms if m.element == g.name and "*" in m.type and FREE_LIST.search(m.name)
+            m
+            for m in ms
+            if m.element == g.name
+            and "*" in m.type
+            and FREE_LIST.search(m.name)
+            and not (rec in own and _names_record(m.name, {g.name}))
         ]
         for head in lists:
             words = {w for w in _words(head.name) if len(w) > 2}
@@ -578,7 +586,22 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         obj = obj or (referenced[0].target_base if referenced else "") or next(iter(named), "")
         obj = obj or (lock_index(fn) if locking else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")
+        if not any(c.kind == "WAIT" for c in out):
+            for at, why in fallbacks(fn, mine, line):
+                cand("WAIT", at, why)
     obj = objects[-1] if objects else (lock_index(fn) if locking else "")
+    # the parameter set as a free list's head (srv->conns_pool = con) is the one given
+    # back, not the one that holds the list
+    obj = obj and next(
+        (
+            a.sources[0]
+            for a in fn.assigns
+            if a.target in free
+            and a.sources == [a.text.split("=", 1)[-1].strip()]
+            and a.sources[0] in {n for _, n in fn.params}
+        ),
+        obj,
+    )
     effects = release_effects(fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free)
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if not queued and effects and (named_for(RELEASE_NAME, short) or gives):
@@ -857,6 +880,93 @@ def slow_branches(fn: Function, mine: set[str], free: set[str] = frozenset()) ->
     return out
 
 
+def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
+    """The slow paths of a function that takes a unit at line TAKE, where they are not a
+    retry loop nor a miss: (line, why) of
+
+    - **none spare, make more**: a branch taken when a count or a list of the resource's
+      says none is left (``if (p->sl_curr == 0) newslab(id);``, ``if (!pool->free)``),
+      around a call that makes more, after which the function takes (past the branch);
+    - **the fast path returns first**: a branch on the resource's state that returns what
+      it found (``if (cl) { pool->chain = cl->next; return cl; }``), after which the
+      function makes one anew and hands that out (``cl = palloc(pool, ...); return cl``).
+      The call that makes it is the slow path.
+
+    Either says what the paper's WAIT is, the slow way to get a unit; a branch taken on any
+    other condition is the function's ordinary work."""
+    out: list[tuple[int, str]] = []
+    flat = lambda b: re.sub(r"\s+", "", b.cond)  # noqa: E731
+    # a member is a count by its name, or by the function stepping it (p->sl_curr--)
+    stepped = {
+        a.target.split(".", 1)[1]
+        for a in fn.assigns
+        if a.op in ("+=", "-=") and _member_of(a.target, mine)
+    }
+    for b in fn.branches:
+        if b.side != 0 or b.line > take:
+            continue
+        more = [
+            c
+            for c in b.body_calls
+            if not REPORTS.search(c) and not GUARD.search(c) and not named_for(RELEASE_NAME, c)
+        ]
+        returns = [r for r in fn.returns if b.line <= r[0] <= b.end_line]
+        counts = [
+            m.split(".", 1)[1]
+            for m in b.cond_members
+            if _member_of(m, mine)
+            and (
+                COUNTER.search(m.split(".", 1)[1])
+                or FREE_LIST.search(m.split(".", 1)[1])
+                or m.split(".", 1)[1] in stepped
+            )
+        ]
+        none_left = any(
+            re.search(rf"(^|[(&|])(!{x}|{x}==({NULL})|{x}<=0)($|[)&|])", flat(b))
+            for m in counts
+            for x in [rf"[\w\[\]().>*-]*(->|\.){re.escape(m)}"]
+        )
+        if none_left and more and not returns and take > b.end_line:
+            why = f"branch taken when none is spare ({b.cond}): makes more, around {more[0]}"
+            out.append((b.line, why))
+    if out:
+        return out
+    returned = {s for _, srcs, _ in fn.returns for s in srcs}
+    # what was read off the resource's lists, or a list head handed in by its address
+    read_off = {
+        a.target
+        for a in fn.assigns
+        if a.target in fn.locals and any(_member_of(s, mine) for s in a.sources)
+    } | {n for t, n in fn.params if "**" in t.replace(" ", "")}
+    for b in fn.branches:
+        # a branch taken when what was read off the resource is there, that hands
+        # something out and returns: the fast path (not one on the state of an object
+        # the caller handed in: that is a choice between two ways of doing the work)
+        on_resource = any(
+            re.search(rf"(^|&&)(\*?{x}|\*?{x}!={NULL}|{NULL}!=\*?{x}|{x}->\w+)(&&|$)", flat(b))
+            for x in b.cond_locals
+            if x in read_off
+        )
+        early = [
+            r
+            for r in fn.returns
+            if b.line <= r[0] <= b.end_line and r[1] and not re.search(rf"\b{NULL}\b", r[2])
+        ]
+        if b.side != 0 or not on_resource or not early:
+            continue
+        for a in fn.assigns:
+            made = a.line > b.end_line and a.target in returned and a.calls
+            if made and any(named_for(ACQUIRE_NAME, c) or MAKES.search(c) for c in a.calls):
+                why = f"when the fast path ({b.cond}, returning at line {early[0][0]}) had "
+                out.append((a.line, why + f"nothing, makes one: {a.calls[0]}"))
+                return out
+    return out
+
+
+# what makes a unit anew where none was spare
+MAKES = re.compile(r"alloc|new|create|make|grow|append|expand|extend|spawn", re.I)
+
+
 @dataclass
 class Effect:
     line: int
@@ -965,12 +1075,15 @@ def release_effects(
         if a.target_base in made and a.line > made[a.target_base]:
             continue
         member = a.target.split(".", 1)[1]
+        # what is set on the list is the object itself (head = c), not what it links to
+        # (head = c->next: a pop)
+        value = re.sub(r"^\(\s*[\w\s]+\*+\s*\)\s*", "", a.text.split("=", 1)[-1].strip())
         if gives_units(a):
             out.append(Effect(a.line, a.path, "count lowered"))
         elif (
             a.op == "="
             and a.target in free
-            and any(x in linked for x in a.sources)
+            and value in linked
             and not any(lp.line <= a.line <= lp.end_line for lp in fn.loops)  # a list filled
         ):
             out.append(Effect(a.line, a.path, "put back"))
@@ -979,7 +1092,7 @@ def release_effects(
             and FLAG.search(member)
             or a.target in links
             and FREE_LIST.search(member)
-            and any(x in objects for x in a.sources)
+            and value in objects
             or member.rstrip("_") == "tail"
         ):
             out.append(Effect(a.line, a.path, "put back"))

@@ -554,7 +554,7 @@ class _Body:
             outer = self.path
             for branch, kid in enumerate(kids[1:3]):
                 self.path = (*outer, (me, branch))
-                self.branch(me, branch, kids[0], kid)
+                self.branch(me, branch, kids[0], kid, c)
                 self.visit(kid, loops)
             self.path = outer
             return
@@ -697,9 +697,12 @@ class _Body:
                 Assign(line, target, base, [target], op, f"{name}({arg}, ...)", path=self.path)
             )
 
-    def branch(self, me: int, side: int, cond, kid) -> None:
+    def branch(self, me: int, side: int, cond, kid, stmt) -> None:
         K = self.K
         reads = self.reads(cond)
+        # a condition that starts with a macro (NULL != c) has no tokens of its own: the
+        # if statement's, between its parentheses, spell it
+        text = _text(cond) or _parenthesized(_text(stmt))
         self.fn.branches.append(
             Branch(
                 me,
@@ -707,7 +710,7 @@ class _Body:
                 kid.extent.start.line,
                 kid.extent.end.line,
                 kid.kind == K.COMPOUND_STMT,
-                _text(cond),
+                text,
                 [r for r in reads if "." in r],
                 [r for r in reads if "." not in r],
                 [x.spelling for x in cond.walk_preorder() if x.kind == K.CALL_EXPR],
@@ -1082,6 +1085,22 @@ def _text(c) -> str:
         if n > TEXT_MAX:
             break
     return " ".join(out)[:TEXT_MAX]
+
+
+def _parenthesized(text: str) -> str:
+    """What the first parentheses of TEXT (tokens spelt with spaces) hold: an if's
+    condition."""
+    depth, out = 0, []
+    for tok in text.split(" "):
+        if tok == ")":
+            depth -= 1
+            if depth == 0:
+                return " ".join(out)
+        if depth:
+            out.append(tok)
+        if tok == "(":
+            depth += 1
+    return ""
 
 
 LOCK_NAME = re.compile(r"(try|un|rd|wr|spin)?lock|latch", re.I)

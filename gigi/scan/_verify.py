@@ -29,6 +29,7 @@ from gigi.scan._offline import (
     Candidate,
     bumps,
     counted_up,
+    fallbacks,
     gives_units,
     is_status,
     lock_calls,
@@ -154,7 +155,9 @@ def _resource_params(fn: Function, mine: set[str]) -> set[str]:
     return {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
 
 
-def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+def _taken(fn: Function, mine: set[str]) -> tuple[list, list, list, list, list]:
+    """Where FN takes units of the resource: counts raised or flags set, compare-and-swaps,
+    pops off a list, an arena's position moved, locks taken."""
     takes = [
         a
         for a in fn.assigns
@@ -175,8 +178,11 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
             _mine(s, mine) and s.split(".")[1] in ("next", "next_free", "link") for s in a.sources
         )
     ]
-    locks = lock_calls(fn, unlock=False)
-    moved = bumps(fn, mine)
+    return takes, cas, pops, bumps(fn, mine), lock_calls(fn, unlock=False)
+
+
+def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
+    takes, cas, pops, moved, locks = _taken(fn, mine)
     if not (takes or cas or pops or moved or locks):
         return Verdict(
             False,
@@ -267,6 +273,14 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
 def _wait(
     c: Candidate, fn: Function, mine: set[str], links: set[str], free: set[str] = frozenset()
 ) -> Verdict:
+    # the slow way to a unit the function takes: none spare and more made, or made anew
+    # after a fast path that returned
+    takes, cas, pops, moved, locks = _taken(fn, mine)
+    taken = [a.line for a in takes + pops] + [x.line for x in cas + locks] + [a.line for a in moved]
+    if taken:
+        why = next((w for at, w in fallbacks(fn, mine, max(taken)) if at == c.line), None)
+        if why:
+            return Verdict(True, why)
     loop = next((lp for lp in fn.loops if lp.line == c.line), None)
     branch = next((b for b in fn.branches if b.line == c.line), None)
     if loop is None and branch is not None:

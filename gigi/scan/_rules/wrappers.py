@@ -18,6 +18,7 @@ its callee's are one."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from gigi.scan._offline import Candidate, record_pattern
@@ -26,6 +27,7 @@ from gigi.scan._rules._code import (
     GUARDS,
     WRAPPER_LINES,
     bare,
+    from_params,
     handed_param,
     returns_result_of,
     root,
@@ -133,6 +135,18 @@ def through_wrappers(found: Found) -> Found:
                         continue
                     if kind == "ACQUIRE":
                         acquired |= resources
+                        fast = _fast_path_before(fn, call)
+                        if fast and "WAIT" not in kinds_of.get(fn.name, ()) and not fn.internal:
+                            # what it had at hand came first; the call is the slow way
+                            why = f"when its fast path ({fast}) had nothing, calls {call.callee}"
+                            kinds_of.setdefault(fn.name, set()).add("WAIT")
+                            for res in sorted(resources):
+                                new.setdefault(fn.name, {}).setdefault("WAIT", set()).add(res)
+                                c = Candidate(
+                                    fn.file, fn.name, call.line, "WAIT", res, "", "1",
+                                    "heuristic", why,
+                                )  # fmt: skip
+                                added.append(Site(c, True, f"verified: {why}"))
                     kinds_of.setdefault(fn.name, set()).add(kind)
                     for res in sorted(resources):
                         new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
@@ -162,6 +176,30 @@ def through_wrappers(found: Found) -> Found:
             for kind, resources in kinds.items():
                 events.setdefault(name, {}).setdefault(kind, set()).update(resources)
     return replace(found, sites=(*found.sites, *added))
+
+
+def _fast_path_before(fn, call) -> str:
+    """The condition of FN's fast path ahead of CALL, or '': a branch before it, that CALL
+    is not in, taken on the state of something FN was handed (``if (c && c->type ==
+    MEM_CHUNK)``, ``c = cq->last``) and returning what it found there, not nothing. A
+    return from a search's loop is a lookup's hit, and the call after it makes what was
+    not there: the miss, not a shortage."""
+    inside = {b for b, _ in call.path}
+    for b in fn.branches:
+        if b.side or b.end_line >= call.line or b.if_id in inside:
+            continue
+        if any(lp.line <= b.line <= lp.end_line for lp in fn.loops):
+            continue
+        found = [
+            text
+            for line, srcs, text in fn.returns
+            if b.line <= line <= b.end_line
+            and srcs
+            and not re.search(r"\b(0|NULL|nullptr|false|-\s*1)\b", text)
+        ]
+        if found and any(from_params(fn, x) for x in b.cond_locals):
+            return b.cond
+    return ""
 
 
 LONGER_LINES = 60  # a function that ends by releasing its parameter, and no longer
