@@ -1734,3 +1734,29 @@ def test_a_free_list_kept_by_what_the_objects_point_to_is_the_pools(tmp_path):
     assert "server" in conn.keepers
     cache = next((g for g in r.resources + r.unconfirmed if g.name == "cache"), None)
     assert cache is None or "page" not in cache.keepers
+
+
+LOAD = """
+/* a backend process, and the requests it is serving: its load */
+typedef struct proc { struct proc *next; int pid; unsigned int load; } proc_t;
+/* a backend host: its processes, spawned on demand up to a limit */
+typedef struct host {
+    proc_t *first;
+    proc_t *unused_procs;
+    unsigned int num_procs;
+    unsigned int active_procs;
+    unsigned int max_procs;
+    unsigned int max_load_per_proc;
+} host_t;
+
+void proc_load_inc(host_t *host, proc_t *proc) { ++proc->load; }
+void proc_load_dec(host_t *host, proc_t *proc) { --proc->load; }
+"""
+
+
+def test_a_load_stepped_up_and_down_takes_and_gives_back(tmp_path):
+    """The requests a backend serves are counted by its load: raising it takes a place,
+    lowering it gives one back."""
+    r, got = _sites_by(tmp_path, "proc.c", LOAD, r"")
+    kinds = {(f, k) for f, k, _ in got}
+    assert {("proc_load_inc", "ACQUIRE"), ("proc_load_dec", "RELEASE")} <= kinds, got

@@ -26,7 +26,7 @@ NOT_RESOURCE = re.compile(r"config|conf$|settings|option|stat|metric|wrapper|gua
 COUNTER = re.compile(
     r"^(n_|num_?|nr_)|count|used|usage|busy|free|refs?$|ref_?count|pin|head|tail|size|avail"
     r"|in_use|inuse|outstanding|nslots|n_slots|charge|shared|exclusive|active|cnt|allocated"
-    r"|^cur(r|rent)?(_|$)",
+    r"|^cur(r|rent)?(_|$)|(^|_)load$",
     re.I,
 )
 CAPACITY = re.compile(r"capacity|^size$|max|limit|n_?slots|total|cap_?$|^cap", re.I)
@@ -66,7 +66,8 @@ def _counted(a) -> str | None:
     return member if counts else None
 
 
-REFERENCE = re.compile(r"ref|pin|hold|users", re.I)
+# counts of an object's holders: references, pins, users, the requests a backend serves
+REFERENCE = re.compile(r"ref|pin|hold|users|(^|_)load$", re.I)
 REFCOUNT = re.compile(r"^n?refs?$|ref_?(c(ou)?nt|s)$|refcount|^pin_?c(ou)?nt$", re.I)
 
 
