@@ -650,3 +650,78 @@ def test_a_function_that_ends_by_releasing_its_parameter_releases_it(tmp_path):
     gained, lost = _difference(tmp_path, {"table.c": ENDS_RELEASING}, "through_wrappers")
     assert {(f, k) for f, k, _, _ in gained} == {("entry_kill", "RELEASE")}, gained
     assert lost == set()
+
+
+LOOP_RELEASE = """
+#include <stdlib.h>
+typedef struct conn { struct conn *next; int fd; } conn;
+/* a pool of connections: the idle ones, and how many are lent */
+typedef struct conn_pool { conn *idle; unsigned int active; unsigned int max_conns; } conn_pool;
+
+void conn_release(conn_pool *p, conn *c)
+{
+    p->active--;
+    c->next = p->idle;
+    p->idle = c;
+}
+
+/* each connection of a list given back */
+void conn_release_list(conn_pool *p, conn *list)
+{
+    conn *c, *next;
+    for (c = list; c; c = next) {
+        next = c->next;
+        conn_release(p, c);
+    }
+}
+
+/* given back only if idle long enough: a decision per connection, not a release of each */
+void conn_reap(conn_pool *p, conn *list, int now)
+{
+    conn *c, *next;
+    for (c = list; c; c = next) {
+        next = c->next;
+        if (c->fd < now)
+            conn_release(p, c);
+    }
+}
+
+conn *conn_take(conn_pool *p)
+{
+    conn *c = p->idle;
+    if (c == NULL)
+        return NULL;
+    p->idle = c->next;
+    p->active++;
+    return c;
+}
+
+/* a driver: it takes connections and gives them back; its calls are the events */
+void conn_churn(conn_pool *p)
+{
+    conn *got[4];
+    for (int i = 0; i < 4; i++)
+        got[i] = conn_take(p);
+    for (int i = 0; i < 4; i++)
+        conn_release(p, got[i]);
+}
+
+int main(void)
+{
+    static conn cs[4];
+    static conn_pool pool;
+    for (int i = 0; i < 4; i++)
+        conn_release(&pool, &cs[i]);
+    return 0;
+}
+"""
+
+
+def test_a_loop_that_gives_back_each_unit_it_walks_releases_them(tmp_path):
+    """Handing each connection of a list, on every turn, to the function that gives one
+    back releases them all, each turn's one named; handing back only those a test of
+    their state picks is a decision about each, not a release; a driver that also takes
+    them, or a program's main, is no release of its own."""
+    gained, lost = _difference(tmp_path, {"pool.c": LOOP_RELEASE}, "through_wrappers")
+    assert {(f, k, o) for f, k, _, o in gained} == {("conn_release_list", "RELEASE", "c")}, gained
+    assert lost == set()

@@ -6,8 +6,13 @@ shared, or a lock API's lock) or a callee that ACQUIREs what it is handed (a job
 to take, unconditionally or behind a test of its parameters alone (``if (p)``); where the
 call it wraps waits before it acquires (``uv_sem_wait`` around ``sem_wait``), it waits too.
 A longer function that ends by handing its parameter to be released, touching it no more,
-releases it. Outside any loop; proposed at the call, callers of callers too, to a fixed
-point; a function the scan already gave an event of that kind keeps its own.
+releases it. Outside any loop, but for one that gives back each unit it walks (every
+connection of a list handed, on every turn, to the function that gives one back; recorded
+at the call, on that turn's unit; never a program's main or a driver that takes units of
+the resource too); a fast path that returns what it had at hand before the call that
+acquires makes that call the slow way, a WAIT. Proposed at the call, callers of callers
+too, to a fixed point; a function the scan already gave an event of that kind keeps its
+own.
 
 A file's static helper carries its callee's event up to the functions that call it, and
 records none itself: its events are its callers' (a probe there would stand outermost over
@@ -85,11 +90,14 @@ def through_wrappers(found: Found) -> Found:
                 # a method called by its own name (kv->get_k(...)): the one function so named
                 name = call.callee if call.callee in events else methods.get(call.callee, "")
                 got = events.get(name)
-                if not got or call.indirect or call.loops or name == fn.name:
+                if not got or call.indirect or name == fn.name:
                     continue
+                looped = call.loops > 0  # then only a loop that gives back what it walks
                 acquired: set[str] = set()  # what this call acquires for the wrapper
                 for kind, resources in sorted(got.items(), key=lambda kr: kr[0] == "WAIT"):
-                    if kind in kinds_of.get(fn.name, ()) or releases_only and kind != "RELEASE":
+                    if kind in kinds_of.get(fn.name, ()):
+                        continue
+                    if (releases_only or looped) and kind != "RELEASE":
                         continue
                     if kind == "WAIT":  # it waits where it acquires: in the call it wraps
                         # (a thin wrapper's job is the call; a longer function that also
@@ -99,6 +107,14 @@ def through_wrappers(found: Found) -> Found:
                     passes = any(bare(a) in params for a in call.args)
                     if kind == "WAIT":
                         pass
+                    elif looped:
+                        resources = {
+                            r
+                            for r in resources
+                            if _gives_back_in_loop(fn, call, released[name][r], events, r)
+                        }
+                        fits = bool(resources)
+                        how = f"gives back each unit it walks, handing it to {call.callee}"
                     elif not thin and kind == "RELEASE":
                         # a longer function that ends by handing its parameter to be
                         # released (a kill that unlinks an entry, then frees it) releases it
@@ -151,7 +167,10 @@ def through_wrappers(found: Found) -> Found:
                     for res in sorted(resources):
                         new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
                         obj = ""
-                        if kind == "RELEASE":  # the parameter it hands over to be released
+                        if kind == "RELEASE" and looped:  # the unit of this turn
+                            obj = _walked(fn, call, released[name][res])
+                            released.setdefault(fn.name, {}).setdefault(res, set())
+                        elif kind == "RELEASE":  # the parameter it hands over to be released
                             obj = handed_param(fn, call, released[name][res])
                             _released_at(released, fn, res, call.line, obj)
                         if fn.internal:
@@ -217,6 +236,40 @@ def _ends_releasing(fn, call, work, at: dict, resources: set[str]) -> tuple[bool
     if any(line > call.line for line, _ in fn.uses_after.get(obj, [])):
         return False, ""
     return True, f"ends by handing {obj} to {call.callee}, which releases it"
+
+
+def _gives_back_in_loop(fn, call, at: set[int], events: dict, resource: str) -> bool:
+    """Whether FN gives back, in a loop, each unit of RESOURCE it walks: a function of no
+    more than LONGER_LINES, whose loop's work is CALL handing the unit it holds
+    (``disconnect_server(server)`` for each server of a list, ``cells.rm(i)`` for each
+    cell; AT: the positions the callee releases) to be released, on every turn. Not a
+    program's main, nor a function that also takes units of the resource: a driver that
+    gets and puts back, whose own calls are the events."""
+    if fn.end_line - fn.line > LONGER_LINES or fn.name == "main":
+        return False
+    if any(resource in events.get(c.callee, {}).get("ACQUIRE", ()) for c in fn.calls):
+        return False
+    inner = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
+    if not inner or not unconditional(fn, call):
+        return False
+    loop = max(inner, key=lambda lp: lp.line)
+    busy = [c for c in loop.body_calls if not CHECKS.search(c) and not GUARDS.search(c)]
+    if len(set(busy)) > 3:
+        return False  # the loop does work of its own
+    return bool(_walked(fn, call, at))
+
+
+def _walked(fn, call, at: set[int]) -> str:
+    """The unit a loop's CALL hands over at one of the positions AT: an argument made from
+    one of FN's locals (``server``, ``got[i]``), or ''."""
+    return next(
+        (
+            bare(call.args[i])
+            for i in sorted(at)
+            if i < len(call.args) and root(call.args[i]) in fn.locals
+        ),
+        "",
+    )
 
 
 def _released_at(released: dict, fn, resource: str, line: int, obj: str):
