@@ -725,3 +725,39 @@ def test_a_loop_that_gives_back_each_unit_it_walks_releases_them(tmp_path):
     gained, lost = _difference(tmp_path, {"pool.c": LOOP_RELEASE}, "through_wrappers")
     assert {(f, k, o) for f, k, _, o in gained} == {("conn_release_list", "RELEASE", "c")}, gained
     assert lost == set()
+
+
+STATIC_WRAPPERS = """
+#include <assert.h>
+/* the file's own: a page pinned by number, for two callers */
+static page_t *page_get(pcache_t *c, int pgno)
+{
+    return pcache_fetch(c, pgno);
+}
+
+/* a caller that pins, and is the interface: the helper is part of its ACQUIRE */
+page_t *pcache_get(pcache_t *c, int pgno)
+{
+    return page_get(c, pgno);
+}
+
+/* the file's own, called by a caller that pins nothing of its own */
+static page_t *page_peek(pcache_t *c, int pgno)
+{
+    return pcache_fetch(c, pgno);
+}
+
+int pcache_has(pcache_t *c, int pgno)
+{
+    assert(page_get(c, pgno) != 0);  /* a check: it calls for nothing */
+    return page_peek(c, pgno) != 0;
+}
+"""
+
+
+def test_a_static_helper_keeps_a_site_where_a_caller_does_not_take_over(tmp_path):
+    """A file's static helper keeps a site of its own only where some caller does not
+    perform the same event; a call in an assertion is no caller."""
+    kept = _kept(tmp_path, {"cache.c": PAGE + STATIC_WRAPPERS}, RULES)
+    acquired = {f for f, k, _, _ in kept if k == "ACQUIRE"}
+    assert acquired == {"pcache_fetch", "pcache_get", "page_peek"}, kept

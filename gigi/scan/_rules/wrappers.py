@@ -14,12 +14,12 @@ acquires makes that call the slow way, a WAIT. Proposed at the call, callers of 
 too, to a fixed point; a function the scan already gave an event of that kind keeps its
 own.
 
-A file's static helper carries its callee's event up to the functions that call it, and
-records none itself: its events are its callers' (a probe there would stand outermost over
-its callee's, which knows the object), so memcached's redispatch_conn takes the queue item
-that cache_alloc hands to cqi_new and notify_worker_fd, both static. The instrumenter
-records the outermost of nested events of one kind and resource, so a wrapper's event and
-its callee's are one."""
+A file's static helper carries its callee's event up to the functions that call it (so
+memcached's redispatch_conn takes the queue item that cache_alloc hands to cqi_new and
+notify_worker_fd, both static), and keeps a site of its own only where some caller does
+not perform the same event (``interface.covered_by_callers``, as for any static helper;
+a call an assertion makes calls for nothing). The instrumenter records the outermost of
+nested events of one kind and resource, so a wrapper's event and its callee's are one."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ from gigi.scan._rules._code import (
     unconditional,
 )
 from gigi.scan._rules._found import Found, Site
+from gigi.scan._rules.interface import covered_by_callers
 
 ROUNDS = 8  # wrappers of wrappers, as deep as the code nests them (a fixed point, bounded)
 
@@ -173,10 +174,6 @@ def through_wrappers(found: Found) -> Found:
                         elif kind == "RELEASE":  # the parameter it hands over to be released
                             obj = handed_param(fn, call, released[name][res])
                             _released_at(released, fn, res, call.line, obj)
-                        if fn.internal:
-                            # a file's static helper: its events are its callers', who
-                            # wrap it in turn; it carries the event up, and records none
-                            continue
                         c = Candidate(
                             fn.file,
                             fn.name,
@@ -194,7 +191,9 @@ def through_wrappers(found: Found) -> Found:
         for name, kinds in new.items():
             for kind, resources in kinds.items():
                 events.setdefault(name, {}).setdefault(kind, set()).update(resources)
-    return replace(found, sites=(*found.sites, *added))
+    # a file's static helper whose every caller wraps it in turn is part of their event
+    kept = covered_by_callers(found, added, (*found.sites, *added))
+    return replace(found, sites=(*found.sites, *kept))
 
 
 def _fast_path_before(fn, call) -> str:
