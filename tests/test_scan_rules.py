@@ -359,6 +359,47 @@ def test_a_count_waited_on_and_moved_is_a_pool(tmp_path):
     assert lost == set()
 
 
+WORK_QUEUE = """
+#include <pthread.h>
+/* connections waiting for a worker, in a ring of fixed size */
+typedef struct { int *data; unsigned int nelts, bounds, in, out; pthread_mutex_t one_big_mutex;
+                 pthread_cond_t not_empty; } conn_queue_t;
+
+void conn_queue_push(conn_queue_t *q, int sd) {
+    pthread_mutex_lock(&q->one_big_mutex);
+    q->data[q->in] = sd;
+    q->in = (q->in + 1) % q->bounds;
+    q->nelts++;
+    pthread_cond_signal(&q->not_empty);
+    pthread_mutex_unlock(&q->one_big_mutex);
+}
+
+int conn_queue_pop(conn_queue_t *q) {
+    int sd;
+    pthread_mutex_lock(&q->one_big_mutex);
+    while (q->nelts == 0)
+        pthread_cond_wait(&q->not_empty, &q->one_big_mutex);
+    sd = q->data[q->out];
+    q->out = (q->out + 1) % q->bounds;
+    q->nelts--;
+    pthread_mutex_unlock(&q->one_big_mutex);
+    return sd;
+}
+"""
+
+
+def test_a_queues_count_of_work_is_places_taken_by_pushing(tmp_path):
+    """A consumer waits for a queue's count of work to rise, as for a semaphore's; but what
+    the queue lends is a place in it: pushing work takes one, taking work off gives it
+    back, and the consumer's wait is for work."""
+    gained, lost = _difference(tmp_path, {"q.c": WORK_QUEUE}, "counts_waited_for")
+    assert {(f, k) for f, k, _, _ in gained} == {
+        ("conn_queue_pop", "WAIT"),
+        ("conn_queue_pop", "RELEASE"),
+        ("conn_queue_push", "ACQUIRE"),
+    }, gained
+
+
 @pytest.mark.parametrize(
     "name, files, wanted",
     [

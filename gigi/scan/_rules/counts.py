@@ -4,7 +4,9 @@ counting semaphore built from a mutex, a condition variable and an integer
 (``if (--info->idlers < 0) cond_wait(...)``). The function that waits for the count takes a
 unit (its WAIT where it waits, its ACQUIRE where it moves the count); every other function
 that moves the count the same way takes one too (a try-wait), and one that moves it the
-other way gives one back (a post, a worker going idle). A function that moves it both ways
+other way gives one back (a post, a worker going idle). A queue's count of the work in it
+reads the other way: what the queue lends is a place, taken by pushing work and given back
+by taking it off, and the consumer's wait is for work. A function that moves it both ways
 hands nothing across its interface, and keeps no site. Records the recall did not propose
 become resources of their own."""
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import SLEEPS, Candidate
+from gigi.scan._offline import INVERSE, QUEUE, SLEEPS, Candidate
 from gigi.scan._rules._code import found_by
 from gigi.scan._rules._found import Found, Site
 
@@ -34,7 +36,11 @@ def counts_waited_for(found: Found) -> Found:
         for where in waiting:
             for m in where.cond_members:
                 if m in moves and _one_way(fn, m):
-                    waited.setdefault(m, moves[m])
+                    # a queue's count of the work in it: the consumer waits for work and
+                    # lowers it, yet what a producer takes is a place in the queue
+                    # (raising it), and taking work off gives the place back
+                    queued = QUEUE.search(m.split(".", 1)[0]) and not INVERSE.search(m)
+                    waited.setdefault(m, OPPOSITE[moves[m]] if queued else moves[m])
                     waits.append((fn, where.line, m))
     if not waited:
         return found
