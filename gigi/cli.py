@@ -831,7 +831,8 @@ def validate(
     from gigi.scan._validate import read_sites, write
     from gigi.scan._validate import validate as run_validate
 
-    v = run_validate(trace, read_sites(sites), min_share)
+    folder = sites if sites.is_dir() else sites.parent
+    v = run_validate(trace, read_sites(sites), min_share, folder / "hierarchy" / "calls.parquet")
     write(v, out, sites)
     for kind, k in v.by_kind.items():
         typer.echo(

@@ -229,13 +229,16 @@ def test_validation_removes_planted_false_candidates_and_keeps_true_ones(program
 
     trace = tmp_path / "trace"
     run(program, trace, "planted")
-    kinds = {10: 0, 11: 1, 12: 2, 13: 3, 20: 1, 21: 3, 22: 2, 23: 0, 30: 1}
+    kinds = {10: 0, 11: 1, 12: 2, 13: 3, 20: 1, 21: 3, 22: 2, 23: 0, 30: 1, 31: 1, 32: 3}
+    # 31 and 32 are never reached, in a function f20 calls through a helper: 31's ACQUIRE
+    # was f20's to record (the outermost of nested events), so it goes with f20's
+    functions = {s: f"f{s}" for s in kinds} | {31: "inner", 32: "inner"}
     sites = pa.table(
         {
             "site": list(kinds),
             "file": ["pool.c"] * len(kinds),
             "line": [100 + s for s in kinds],
-            "function": [f"f{s}" for s in kinds],
+            "function": [functions[s] for s in kinds],
             "kind": list(kinds.values()),
             "resource": ["test.pool"] * len(kinds),
             "origin": ["heuristic"] * len(kinds),
@@ -243,17 +246,21 @@ def test_validation_removes_planted_false_candidates_and_keeps_true_ones(program
         },
         schema=SITES.arrow_schema,
     )
-    (tmp_path / "scan").mkdir()
+    (tmp_path / "scan" / "hierarchy").mkdir(parents=True)
     pq.write_table(sites, tmp_path / "scan" / "sites.parquet")
+    calls = pa.table({"function": ["f20", "helper"], "callee": ["helper", "inner"]})
+    pq.write_table(calls, tmp_path / "scan" / "hierarchy" / "calls.parquet")
     out = tmp_path / "valid"
     assert cli(["validate", str(trace), "--sites", str(tmp_path / "scan"), "--out", str(out)]) == 0
     kept = set(pq.read_table(out / "sites.parquet").column("site").to_pylist())
-    assert kept == {10, 11, 12, 13, 30}  # 30 was never reached: nothing speaks against it
+    assert kept == {10, 11, 12, 13, 30, 32}  # never reached: nothing speaks against them
     report = __import__("json").loads((out / "validation.json").read_text())
-    assert {r["site"] for r in report["removed"]} == {20, 21, 22, 23}
+    assert {r["site"] for r in report["removed"]} == {20, 21, 22, 23, 31}
+    why = next(r["reason"] for r in report["removed"] if r["site"] == 31)
+    assert why.startswith("not reached: f20 (site 20), which calls inner"), why
     assert {k: v["removed"] for k, v in report["by_kind"].items()} == {
         "WAIT": 1,
-        "ACQUIRE": 1,
+        "ACQUIRE": 2,
         "USE": 1,
         "RELEASE": 1,
     }

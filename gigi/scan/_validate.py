@@ -63,9 +63,16 @@ def read_sites(path: str | os.PathLike) -> pa.Table:
     return checked
 
 
-def validate(trace, sites: pa.Table, min_share: float | None = None) -> Validation:
+def validate(
+    trace, sites: pa.Table, min_share: float | None = None, calls: Path | None = None
+) -> Validation:
     """Judge every site of ``sites`` by its events in ``trace`` (a store, a store entry or a
-    raw trace directory)."""
+    raw trace directory). With CALLS, the scan's call graph (hierarchy/calls.parquet): a site
+    the run never reached, in a function that a removed site's function calls (directly or
+    not) with an event of the same kind on the same resource, goes with it. The probes record
+    the outermost of nested events, so the removed one stood in its place: the run judged
+    both, and the inner one alone would fire unpaired in the build deployed without the
+    outer."""
     from gigi.queries import connect
 
     doc = parse(QUERY)
@@ -79,11 +86,17 @@ def validate(trace, sites: pa.Table, min_share: float | None = None) -> Validati
     finally:
         con.close()
     rows = result.to_pylist()
+    covered = _covered(sites, rows, calls) if calls is not None else {}
+    for r in rows:
+        if r["site"] in covered:
+            r["keep"] = False
     keep = {r["site"] for r in rows if r["keep"]}
     for r in rows:
         r["kind"] = KIND_NAMES[r["kind"]]
         r["reason"] = (
-            "not exercised by this run"
+            covered[r["site"]]
+            if r["site"] in covered
+            else "not exercised by this run"
             if r["events"] == 0
             else f"{r['fitting']} of {r['events']} events fit"
             if r["keep"]
@@ -100,6 +113,45 @@ def validate(trace, sites: pa.Table, min_share: float | None = None) -> Validati
         }
     mask = pa.array([s in keep for s in sites.column("site").to_pylist()], pa.bool_())
     return Validation(sites.filter(mask), rows, by_kind)
+
+
+def _covered(sites: pa.Table, rows: list[dict], calls: Path) -> dict[int, str]:
+    """Site -> why it goes: not reached, in a function the function of a removed site of the
+    same kind and resource calls (``validate``)."""
+    if not calls.is_file():
+        return {}
+    graph: dict[str, set[str]] = {}
+    for c in pq.read_table(calls, columns=["function", "callee"]).to_pylist():
+        graph.setdefault(c["function"], set()).add(c["callee"])
+    info = {s["site"]: s for s in sites.select(["site", "function", "resource"]).to_pylist()}
+    judged = {r["site"]: r for r in rows}
+    out: dict[int, str] = {}
+    for r in rows:
+        if r["keep"] or r["events"] == 0 or r["site"] not in info:
+            continue
+        outer = info[r["site"]]
+        seen, todo = {outer["function"]}, list(graph.get(outer["function"], ()))
+        while todo:  # every function the removed site's function may call
+            f = todo.pop()
+            if f not in seen:
+                seen.add(f)
+                todo += graph.get(f, ())
+        for site, s in info.items():
+            inner = judged.get(site)
+            if (
+                inner is not None
+                and inner["events"] == 0
+                and inner["kind"] == r["kind"]
+                and s["resource"] == outer["resource"]
+                and s["function"] != outer["function"]
+                and s["function"] in seen
+            ):
+                out.setdefault(
+                    site,
+                    f"not reached: {outer['function']} (site {r['site']}), which calls "
+                    f"{s['function']}, stood in its place and was removed",
+                )
+    return out
 
 
 def write(v: Validation, out: str | os.PathLike, scanned: str | os.PathLike | None = None) -> None:

@@ -42,7 +42,8 @@ def scan_and_instrument(tree: Path, work: Path) -> tuple[Path, Path]:
 def instrument_validated(tree: Path, sites: Path, trace: Path, work: Path) -> tuple[Path, Path]:
     """Validate SITES by TRACE (a run of the scanned build) and instrument the same files again
     with the sites that passed: WORK/sites and WORK/probed."""
-    write_validated(validate(trace, read_sites(sites)), work / "sites", sites)
+    calls = sites / "hierarchy" / "calls.parquet"
+    write_validated(validate(trace, read_sites(sites), calls=calls), work / "sites", sites)
     return _instrument(tree, work)
 
 
