@@ -802,3 +802,66 @@ def test_a_static_helper_keeps_a_site_where_a_caller_does_not_take_over(tmp_path
     kept = _kept(tmp_path, {"cache.c": PAGE + STATIC_WRAPPERS}, RULES)
     acquired = {f for f, k, _, _ in kept if k == "ACQUIRE"}
     assert acquired == {"pcache_fetch", "pcache_get", "page_peek"}, kept
+
+
+SLEEPS_FIRST = """
+#include <stdlib.h>
+#include <unistd.h>
+typedef struct item { struct item *next; int fd; } item_t;
+/* the work waiting for a worker thread */
+typedef struct work_queue { item_t *head; item_t *tail; int pending; } work_queue_t;
+extern item_t *item_new(void);
+
+void queue_push(work_queue_t *q, item_t *it)
+{
+    it->next = NULL;
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+}
+
+/* it sleeps until an item can be had, then queues it: the sleep is its wait */
+void notify_fd(work_queue_t *q, int fd)
+{
+    item_t *it;
+    while ((it = item_new()) == NULL)
+        usleep(10000);
+    it->fd = fd;
+    queue_push(q, it);
+}
+
+/* a thin wrapper waits where its callee does */
+void redispatch(work_queue_t *q, int fd)
+{
+    notify_fd(q, fd);
+}
+
+/* it spins until an item can be had */
+void spin_fd(work_queue_t *q, int fd)
+{
+    item_t *it;
+    while ((it = item_new()) == NULL)
+        ;
+    it->fd = fd;
+    queue_push(q, it);
+}
+"""
+
+
+def test_a_loop_that_sleeps_until_it_can_hand_on_is_a_wait(tmp_path):
+    """A function that hands work on, after a loop that sleeps (or spins) until the call
+    of its condition gives something, waits there, the sleep no work of its own beside its
+    call; its thin wrapper waits too."""
+    gained, lost = _difference(tmp_path, {"q.c": SLEEPS_FIRST}, "through_wrappers")
+    assert {(f, k) for f, k, _, _ in gained} == {
+        ("notify_fd", "ACQUIRE"),
+        ("redispatch", "ACQUIRE"),
+        ("redispatch", "WAIT"),
+        ("spin_fd", "ACQUIRE"),
+        ("spin_fd", "WAIT"),
+    }, gained
+    assert lost == set()
+    kept = {(f, k) for f, k, _, _ in _kept(tmp_path, {}, RULES)}
+    assert ("notify_fd", "WAIT") in kept

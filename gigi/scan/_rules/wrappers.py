@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import Candidate, record_pattern
+from gigi.scan._offline import SLEEPS, Candidate, record_pattern
 from gigi.scan._rules._code import (
     CHECKS,
     GUARDS,
@@ -74,9 +74,14 @@ def through_wrappers(found: Found) -> Found:
     for _ in range(ROUNDS):
         new: dict[str, dict[str, set[str]]] = {}
         for fn in found.functions.values():
-            # the lock a wrapper may take around its call guards it (slabs_alloc)
+            # the lock a wrapper may take around its call guards it (slabs_alloc), and a
+            # sleep while it waits for what it hands on is no work of its own
             work = [
-                c for c in fn.calls if not CHECKS.search(c.callee) and not GUARDS.search(c.callee)
+                c
+                for c in fn.calls
+                if not CHECKS.search(c.callee)
+                and not GUARDS.search(c.callee)
+                and not (SLEEPS.search(c.callee) and c.loops)
             ]
             # a longer function only hands out the object a call it returns acquired
             # (do_item_alloc returns what do_item_alloc_pull took, after setting it up): a
@@ -153,15 +158,21 @@ def through_wrappers(found: Found) -> Found:
                     if kind == "ACQUIRE":
                         acquired |= resources
                         fast = _fast_path_before(fn, call)
-                        if fast and "WAIT" not in kinds_of.get(fn.name, ()) and not fn.internal:
-                            # what it had at hand came first; the call is the slow way
-                            why = f"when its fast path ({fast}) had nothing, calls {call.callee}"
+                        slept = _sleeps_before(fn, call)
+                        if (fast or slept) and "WAIT" not in kinds_of.get(fn.name, ()):
+                            # what it had at hand came first, and the call is the slow way;
+                            # or it slept until what it hands over could be had
+                            why = (
+                                f"when its fast path ({fast}) had nothing, calls {call.callee}"
+                                if fast
+                                else f"sleeps until {slept} gives something, then hands it on"
+                            )
                             kinds_of.setdefault(fn.name, set()).add("WAIT")
                             for res in sorted(resources):
                                 new.setdefault(fn.name, {}).setdefault("WAIT", set()).add(res)
                                 c = Candidate(
-                                    fn.file, fn.name, call.line, "WAIT", res, "", "1",
-                                    "heuristic", why,
+                                    fn.file, fn.name, slept_at(fn, call) if slept else call.line,
+                                    "WAIT", res, "", "1", "heuristic", why,
                                 )  # fmt: skip
                                 added.append(Site(c, True, f"verified: {why}"))
                     kinds_of.setdefault(fn.name, set()).add(kind)
@@ -200,8 +211,8 @@ def _fast_path_before(fn, call) -> str:
     """The condition of FN's fast path ahead of CALL, or '': a branch before it, that CALL
     is not in, taken on the state of something FN was handed (``if (c && c->type ==
     MEM_CHUNK)``, ``c = cq->last``) and returning what it found there, not nothing. A
-    return from a search's loop is a lookup's hit, and the call after it makes what was
-    not there: the miss, not a shortage."""
+    return from a search's loop, or of what a search loop found, is a lookup's hit, and the
+    call after it makes what was not there: the miss, not a shortage."""
     inside = {b for b, _ in call.path}
     for b in fn.branches:
         if b.side or b.end_line >= call.line or b.if_id in inside:
@@ -215,9 +226,48 @@ def _fast_path_before(fn, call) -> str:
             and srcs
             and not re.search(r"\b(0|NULL|nullptr|false|-\s*1)\b", text)
         ]
-        if found and any(from_params(fn, x) for x in b.cond_locals):
+        # what a search loop found (p = p->next until the key matches) is a lookup's hit
+        searched = {
+            a.target
+            for a in fn.assigns
+            if a.line < b.line and any(lp.line <= a.line <= lp.end_line for lp in fn.loops)
+        }
+        tested = [x for x in b.cond_locals if from_params(fn, x)]
+        if found and tested and not set(tested) & searched:
             return b.cond
     return ""
+
+
+def _sleeps_before(fn, call) -> str:
+    """The call a loop of FN ahead of CALL sleeps on until it gives something (``while
+    ((item = cqi_new(q)) == NULL) usleep(10000);``), or ''."""
+    loop = _sleeping_loop(fn, call)
+    return loop.cond_calls[0] if loop is not None else ""
+
+
+def slept_at(fn, call) -> int:
+    """The line of the loop ``_sleeps_before`` found."""
+    return _sleeping_loop(fn, call).line
+
+
+def _sleeping_loop(fn, call):
+    """A loop ahead of CALL that retries the call of its condition and does nothing else
+    but sleep (or spin: a body with no call and no assignment; a sleep the parse could not
+    resolve leaves it so)."""
+
+    def idle(lp) -> bool:
+        if lp.body_calls:
+            return all(SLEEPS.search(x) for x in lp.body_calls)
+        return not any(lp.line < a.line <= lp.end_line for a in fn.assigns)
+
+    return next(
+        (
+            lp
+            for lp in fn.loops
+            if lp.end_line < call.line and lp.form in ("while", "do") and lp.cond_calls and idle(lp)
+        ),
+        None,
+    )
 
 
 LONGER_LINES = 60  # a function that ends by releasing its parameter, and no longer
