@@ -1126,6 +1126,41 @@ def test_a_set_of_cells_in_use_counts_them_by_its_methods(tmp_path):
     assert got == {("slot_cells::occupy", "ACQUIRE", "i"), ("slot_cells::rm", "RELEASE", "")}
 
 
+METHODS_BY_CLASS = (
+    USED_SET
+    + """
+/* another class with a method of the same name, that gives nothing back */
+class name_table {
+public:
+    void rm(unsigned i) { names[i] = 0; }
+private:
+    const char *names[16];
+};
+
+/* a cache of two streams of cells */
+class stream_cache {
+public:
+    void drop(unsigned s, unsigned i) {
+        auto & cells = streams[s];
+        cells.rm(i);
+    }
+private:
+    slot_cells streams[2];
+};
+"""
+)
+
+
+def test_a_method_is_known_by_its_class_through_a_local_reference(tmp_path):
+    """A method called on a local reference (cells.rm(i), cells a slot_cells &) is its
+    class's, though another class has a method of that name: the wrapper that calls it
+    releases what it releases."""
+    (tmp_path / "cells.cpp").write_text(METHODS_BY_CLASS)
+    got = {(c.function, c.kind) for c in scan(tmp_path, jobs=1).verified()}
+    assert ("stream_cache::drop", "RELEASE") in got, got
+    assert ("name_table::rm", "RELEASE") not in got
+
+
 SUMMARIES = """
 #include <stddef.h>
 typedef struct obj { int refcount; int type; void *ptr; } robj;

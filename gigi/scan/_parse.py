@@ -81,6 +81,7 @@ class Call:
     args: list[str]
     path: tuple = ()  # the if-branches it sits in: ((if id, 0 then / 1 else), ...)
     indirect: bool = False  # through a function pointer: the callee is not known
+    method_of: str = ""  # the class whose method it calls (C++), "" for a plain function
 
 
 @dataclass
@@ -781,8 +782,11 @@ class _Body:
             K.DESTRUCTOR,
             K.FUNCTION_TEMPLATE,
         )
+        # a method, by its class: cells.rm(i) on a local reference is llama_kv_cells::rm
+        owner = ref.semantic_parent if ref is not None and ref.kind == K.CXX_METHOD else None
+        method_of = owner.spelling if owner is not None else ""
         self.fn.calls.append(
-            Call(callee, c.location.line, loops, receiver, args, self.path, indirect)
+            Call(callee, c.location.line, loops, receiver, args, self.path, indirect, method_of)
         )
         if receiver and kids:
             field = _field_of(kids[0])

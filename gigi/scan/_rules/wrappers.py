@@ -93,8 +93,16 @@ def through_wrappers(found: Found) -> Found:
                 continue
             params = {n for _, n in fn.params if n}
             for call in work:
-                # a method called by its own name (kv->get_k(...)): the one function so named
-                name = call.callee if call.callee in events else methods.get(call.callee, "")
+                # a method, by its class where the parse knows it (cells.rm(i):
+                # llama_kv_cells::rm), else by its own name: the one function so named
+                qualified = f"{call.method_of}::{call.callee}" if call.method_of else ""
+                name = (
+                    qualified
+                    if qualified in events
+                    else call.callee
+                    if call.callee in events
+                    else methods.get(call.callee, "")
+                )
                 got = events.get(name)
                 if not got or call.indirect or name == fn.name:
                     continue
