@@ -1795,3 +1795,40 @@ def test_a_load_stepped_up_and_down_takes_and_gives_back(tmp_path):
     r, got = _sites_by(tmp_path, "proc.c", LOAD, r"")
     kinds = {(f, k) for f, k, _ in got}
     assert {("proc_load_inc", "ACQUIRE"), ("proc_load_dec", "RELEASE")} <= kinds, got
+
+
+TERMINATED = """
+#include <pthread.h>
+/* the idle workers waiting for a connection */
+typedef struct idlers_info {
+    int idlers;
+    int terminated;
+    pthread_mutex_t idlers_mutex;
+    pthread_cond_t wait_for_idler;
+} idlers_info;
+
+/* tells every waiter to stop: a state of the whole, set under the lock; it takes nothing */
+int idlers_term(idlers_info *q)
+{
+    int rv = pthread_mutex_lock(&q->idlers_mutex);
+    if (rv != 0)
+        return rv;
+    q->terminated = 1;
+    pthread_cond_broadcast(&q->wait_for_idler);
+    return pthread_mutex_unlock(&q->idlers_mutex);
+}
+"""
+
+
+def test_a_state_of_the_whole_set_true_takes_nothing(tmp_path):
+    """Setting a member true takes a unit only where it is a flag or a count of holding
+    (in_use, pinned): a queue marked terminated under its lock, its waiters woken by a
+    broadcast (no compare-and-swap, whatever its name holds), hands out nothing."""
+    (tmp_path / "q.c").write_text(TERMINATED)
+    got = {(c.function, c.kind) for c in scan(tmp_path, jobs=1).verified()}
+    assert ("idlers_term", "ACQUIRE") not in got, got
+    from gigi.scan._offline import CAS
+
+    named = ["pg_atomic_compare_exchange_u32", "__sync_bool_compare_and_swap", "atomic_cas_32"]
+    assert all(CAS.search(n) for n in named)
+    assert not CAS.search("apr_thread_cond_broadcast")

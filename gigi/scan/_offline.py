@@ -32,6 +32,8 @@ COUNTER = re.compile(
 CAPACITY = re.compile(r"capacity|^size$|max|limit|n_?slots|total|cap_?$|^cap", re.I)
 SYNC = re.compile(r"mutex|cond|condition_variable|atomic|spinlock|sem_t|rwlock|std::mutex", re.I)
 BUFFER = re.compile(r"^[paz]?(ring|buf|buffer|data|bytes|mem)_?$", re.I)
+# a compare-and-swap or an exchange, by the name of what performs it (not a broadcast)
+CAS = re.compile(r"compare_?(and_?)?(exchange|swap)|test_and_set|exchange|(^|_)cas(\d|_|$)", re.I)
 FLAG = re.compile(r"busy|in_use|inuse|used|exclusive|locked|pinned|owned|taken|held", re.I)
 LINK = re.compile(r"next|prev|link|lru_|_lru", re.I)
 # counts of what is left: lowering one takes units, raising it gives them back
@@ -528,12 +530,9 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         or a.op == "="
         and _member_of(a.target, mine)
         and _truthy(a.text)
+        and sets_held(a.target)
     ]
-    cas = [
-        c
-        for c in fn.calls
-        if re.search(r"compare_exchange|cas|test_and_set|exchange", c.callee, re.I)
-    ]
+    cas = [c for c in fn.calls if CAS.search(c.callee)]
     pops = pops_of(fn, guess) + bumps(fn, mine)
     # a member handed out is an object when it points to one (not a count or a mode)
     pointing = {f"{m.record}.{m.name}" for m in guess.members if m.element or "*" in m.type}
@@ -1165,6 +1164,14 @@ def links_of(guess: ResourceGuess) -> set[str]:
 
 def _member_of(target: str, records: set[str]) -> bool:
     return "." in target and target.split(".", 1)[0] in records
+
+
+def sets_held(target: str) -> bool:
+    """Whether setting the member TARGET (record.member) true marks a unit held: a flag or a
+    count by its name (``in_use``, ``pinned``, ``refcount``), not a state of the resource as
+    a whole (``terminated``, ``dirty``) nor a setting."""
+    member = target.split(".", 1)[-1]
+    return bool(FLAG.search(member) or COUNTER.search(member))
 
 
 def _truthy(text: str) -> bool:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from gigi.scan._offline import (
     BLOCKING,
+    CAS,
     SLEEPS,
     Candidate,
     bumps,
@@ -38,6 +39,7 @@ from gigi.scan._offline import (
     references_taken,
     release_effects,
     same_path,
+    sets_held,
     slots_named,
     slow_branches,
     slow_calls,
@@ -162,13 +164,12 @@ def _taken(fn: Function, mine: set[str]) -> tuple[list, list, list, list, list]:
         a
         for a in fn.assigns
         if _mine(a.target, mine)
-        and (takes_units(a) or (a.op == "=" and re.search(r"=\s*(true|1)\s*$", a.text)))
+        and (
+            takes_units(a)
+            or (a.op == "=" and re.search(r"=\s*(true|1)\s*$", a.text) and sets_held(a.target))
+        )
     ]
-    cas = [
-        x
-        for x in fn.calls
-        if re.search(r"compare_exchange|test_and_set|exchange|cas", x.callee, re.I)
-    ]
+    cas = [x for x in fn.calls if CAS.search(x.callee)]
     pops = [
         a
         for a in fn.assigns
