@@ -865,3 +865,33 @@ def test_a_loop_that_sleeps_until_it_can_hand_on_is_a_wait(tmp_path):
     assert lost == set()
     kept = {(f, k) for f, k, _, _ in _kept(tmp_path, {}, RULES)}
     assert ("notify_fd", "WAIT") in kept
+
+
+LOOKED_UP = """
+/* a buffer's header: who pins it */
+typedef struct buf_desc { int refcount; int tag; } buf_desc_t;
+/* the shared buffers, their headers by number */
+typedef struct buf_pool { buf_desc_t *descs; int n_buffers; int n_pinned; } buf_pool_t;
+buf_pool_t pool;
+
+static buf_desc_t *get_desc(int id) { return &pool.descs[id]; }
+
+void buf_unpin(buf_desc_t *d)
+{
+    d->refcount--;
+}
+
+/* the interface names a buffer by its number: the header is looked up, then unpinned */
+void buf_release(int buffer)
+{
+    buf_unpin(get_desc(buffer - 1));
+}
+"""
+
+
+def test_a_parameter_looked_up_by_a_call_is_what_a_wrapper_hands_over(tmp_path):
+    """A wrapper that hands a call the object its parameter names, looked up by another
+    call (the header of buffer number N), gives that parameter back."""
+    gained, lost = _difference(tmp_path, {"buf.c": LOOKED_UP}, "through_wrappers")
+    assert ("buf_release", "RELEASE", "buf_pool", "buffer") in gained, gained
+    assert lost == set()

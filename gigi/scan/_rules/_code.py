@@ -82,10 +82,22 @@ def record_at(fn, member: str, line: int) -> str:
 
 def handed_param(fn, call, at: set[int]) -> str:
     """The parameter of FN's that FN hands CALL at one of the positions AT (where the callee
-    takes the object its event is on), or ''."""
+    takes the object its event is on), as it is or looked up by a call
+    (``UnpinBuffer(GetBufferDescriptor(buffer - 1))``: ``buffer``), or ''."""
     params = {n for _, n in fn.params if n}
-    args = [bare(a) for a in call.args]
+    args = [_looked_up(bare(a)) for a in call.args]
     return next((args[i] for i in sorted(at) if i < len(args) and args[i] in params), "")
+
+
+def _looked_up(arg: str) -> str:
+    """What a lookup call's first argument names (``GetBufferDescriptor(buffer - 1)``:
+    ``buffer``), or ARG as it is.
+
+    >>> _looked_up("GetBufferDescriptor ( buffer - 1 )"), _looked_up("p")
+    ('buffer', 'p')
+    """
+    m = re.fullmatch(r"[A-Za-z_]\w*\s*\(\s*([A-Za-z_]\w*)\b[^,()]*\)", arg)
+    return m.group(1) if m else arg
 
 
 def from_params(fn, arg: str) -> bool:
