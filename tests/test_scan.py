@@ -1832,3 +1832,48 @@ def test_a_state_of_the_whole_set_true_takes_nothing(tmp_path):
     named = ["pg_atomic_compare_exchange_u32", "__sync_bool_compare_and_swap", "atomic_cas_32"]
     assert all(CAS.search(n) for n in named)
     assert not CAS.search("apr_thread_cond_broadcast")
+
+
+FOUND_AND_REFERENCED = """
+#include <stddef.h>
+/* an item, counted by the references held on it */
+typedef struct item { struct item *next; unsigned short refcount; int nkey; } item;
+/* a slab class: the free items of one size, and how many */
+typedef struct { item *slots; unsigned int sl_curr; unsigned int size; } slabclass_t;
+/* a cache of recent lookups: a fixed set of key slots, the last key asked for */
+typedef struct lookup_cache {
+    const char *keys[64];
+    unsigned int n_used;
+    unsigned int capacity;
+    const char *last_key;
+    int last_nkey;
+} lookup_cache;
+
+extern item *assoc_find(const char *key, int nkey);
+
+/* a lookup through the cache: it takes a reference on the item it found */
+item *cache_find(lookup_cache *lc, const char *key, int nkey)
+{
+    item *it = assoc_find(key, nkey);
+    if (it != NULL)
+        it->refcount++;
+    lc->last_key = key;
+    lc->last_nkey = nkey;
+    return it;
+}
+"""
+
+
+def test_a_reference_taken_on_another_resources_object_is_its_acquire(tmp_path):
+    """A function working on one resource (a cache of lookups) that takes a reference on
+    an object of another (an item of a slab class) acquires from that other one."""
+    from gigi.scan._recall import counts_moved
+
+    (tmp_path / "items.c").write_text(FOUND_AND_REFERENCED)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.resource) for c in r.verified()}
+    assert ("cache_find", "ACQUIRE", "slabclass_t") in got, got
+    fn = next(f for u in r.units for f in u.functions if f.name == "cache_find")
+    slabs = {g.name: g for g in r.resources if g.name == "slabclass_t"}
+    assert counts_moved(fn, slabs, "lookup_cache") == {"slabclass_t"}
+    assert counts_moved(fn, slabs, "slabclass_t") == set()  # its own: read as its work

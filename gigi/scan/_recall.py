@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gigi.scan._offline import (
+    REFCOUNT,
     Candidate,
     ResourceGuess,
     gives_units,
@@ -23,18 +24,31 @@ from gigi.scan._parse import Function, Member, Record
 from gigi.scan._summaries import through_calls
 
 
-def counts_moved(fn: Function, resources: dict[str, ResourceGuess]) -> set[str]:
+def counts_moved(
+    fn: Function, resources: dict[str, ResourceGuess], main: str | None = None
+) -> set[str]:
     """The resources whose own counts FN raises or lowers: besides the one it works on most
     (a table's), the one it takes or drops a unit of on the way (a reference on an entry the
     table's lookup returns, ``e->ref_cnt++``)."""
     out = set()
+    # and the resources whose objects' references it takes or drops (it->refcount++ on an
+    # item the hash table found: the item is the slab class's), where the one it works on
+    # (MAIN) is not among them (a page's references are its pager's, and its cache's)
+    owning: dict[str, set[str]] = {}
+    for name, g in resources.items():
+        for e in g.elements:
+            owning.setdefault(e, set()).add(name)
     for a in fn.assigns:
-        record = a.target.split(".", 1)[0] if "." in a.target else ""
+        record, _, member = a.target.partition(".")
         # a step of a fixed amount (++, += 1), not an adjustment computed from other state
         # (a page moved between caches: nPurgeable -= other->bPurgeable - mine)
         step = set(a.sources) <= {a.target}
-        if record in resources and step and (takes_units(a) or gives_units(a)):
+        if not member or not step or not (takes_units(a) or gives_units(a)):
+            continue
+        if record in resources:
             out.add(record)
+        elif REFCOUNT.search(member) and main not in owning.get(record, set()):
+            out |= owning.get(record, set())
     return out
 
 
@@ -88,7 +102,7 @@ def recall(
         res = resource_of(fn, own, declared)
         if res is not None:
             proposals += recaller.events(fn, res, names[res])
-        for other in sorted(counts_moved(fn, names) - {res}):
+        for other in sorted(counts_moved(fn, names, res) - {res}):
             proposals += [
                 c
                 for c in recaller.events(fn, other, names[other])
