@@ -1166,6 +1166,14 @@ def _member_of(target: str, records: set[str]) -> bool:
     return "." in target and target.split(".", 1)[0] in records
 
 
+def made_from_params(fn: Function) -> set[str]:
+    """FN's parameters, and the locals assigned from one (``buf = lookup(buffer - 1)``)."""
+    params = {n for _, n in fn.params if n}
+    return params | {
+        a.target for a in fn.assigns if set(a.sources) & params and "." not in a.target
+    }
+
+
 def sets_held(target: str) -> bool:
     """Whether setting the member TARGET (record.member) true marks a unit held: a flag or a
     count by its name (``in_use``, ``pinned``, ``refcount``), not a state of the resource as

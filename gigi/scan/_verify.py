@@ -34,6 +34,7 @@ from gigi.scan._offline import (
     gives_units,
     is_status,
     lock_calls,
+    made_from_params,
     queue_moves,
     record_pattern,
     references_taken,
@@ -148,9 +149,7 @@ def _level_change(c: Candidate, fn: Function, level: str) -> Verdict:
 def _from_params(fn: Function, arg: str) -> bool:
     """Whether an argument is made from FN's parameters: one of them, or a local assigned
     from one (``buf = GetBufferDescriptor(buffer - 1)``), wherever it sits in the argument."""
-    params = {n for _, n in fn.params if n}
-    made = {a.target for a in fn.assigns if set(a.sources) & params and "." not in a.target}
-    return any(re.search(rf"\b{re.escape(n)}\b", arg) for n in params | made)
+    return any(re.search(rf"\b{re.escape(n)}\b", arg) for n in made_from_params(fn))
 
 
 def _resource_params(fn: Function, mine: set[str]) -> set[str]:

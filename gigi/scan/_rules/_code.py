@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gigi.scan._offline import ResourceGuess
+from gigi.scan._offline import ResourceGuess, made_from_params
 
 WRAPPER_LINES = 30  # a wrapper is short: its job is the call
 # calls that check or report, not work: a wrapper may make them beside its one call
@@ -102,12 +102,7 @@ def _looked_up(arg: str) -> str:
 
 def from_params(fn, arg: str) -> bool:
     """Whether ARG is one of FN's parameters, or a local made from one."""
-    params = {n for _, n in fn.params if n}
-    name = bare(arg)
-    if name in params:
-        return True
-    made = {a.target for a in fn.assigns if set(a.sources) & params and "." not in a.target}
-    return name in made
+    return bare(arg) in made_from_params(fn)
 
 
 def found_by(name: str, fn, sharing: str, unit: str, reason: str) -> ResourceGuess:
