@@ -1124,14 +1124,16 @@ def same_path(a: tuple, b: tuple) -> bool:
 
 
 def _bookkeeping(member: str) -> bool:
-    """Counters, flags and links, and when a unit was last touched (its LRU clock, its
-    expiry): the resource's accounting and replacement policy, not its data."""
+    """Counters, flags and links, what a unit is (its type, its encoding, its state), and
+    when it was last touched (its LRU clock, its expiry): the resource's accounting and
+    replacement policy, not its data."""
     return bool(
         COUNTER.search(member)
         or FLAG.search(member)
         or LINK.search(member)
         or CAPACITY.search(member)
         or re.search(r"flags?$|^i?key$|^pgno$|^id$|_id$", member, re.I)
+        or re.search(r"^(type|kind|encoding|state|status|mode)$", member, re.I)
         or re.search(r"lru|lfu|^(a|m)?time$|_time$|clock|stamp|expir|ttl$", member, re.I)
     )
 
