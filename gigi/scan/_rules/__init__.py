@@ -17,6 +17,7 @@ from gigi.scan._rules._found import Found, Site
 from gigi.scan._rules.allocators import allocators_with_a_budget
 from gigi.scan._rules.cas_locks import locks_by_compare_and_swap
 from gigi.scan._rules.counts import counts_waited_for
+from gigi.scan._rules.holds import uses_within_holds
 from gigi.scan._rules.interface import at_the_interface
 from gigi.scan._rules.lists import linked_through_calls
 from gigi.scan._rules.locks import lock_apis
@@ -44,6 +45,7 @@ RULES: tuple[Rule, ...] = (
     global_free_lists,
     through_wrappers,
     waits_for_what_they_retry,
+    uses_within_holds,
 )
 
 
