@@ -1644,22 +1644,25 @@ void obj_copy_out(obj_cache_t *c, obj_t *o, char *out) { memcpy(out, o->data, 64
 
 
 def test_reading_what_a_unit_is_is_no_use(tmp_path):
-    """An object's type, encoding or state says what it is, not what it holds: checking it
-    is no USE; reading its data is."""
+    """An object's type, encoding or state says what it is, and its socket or the action
+    pending on it how it is handled, not what it holds: touching them is no USE; reading
+    its data is."""
     text = (
         REFILL.replace(
             "typedef struct obj { struct obj *next_free; char data[64]; } obj_t;",
-            "typedef struct obj { struct obj *next_free; int type; char data[64]; } obj_t;",
+            "typedef struct obj { struct obj *next_free; int type; int sock; int wait_type;"
+            " char data[64]; } obj_t;",
         )
         + """
 int obj_is_string(obj_cache_t *c, obj_t *o) { return o->type == 1; }
+void obj_watch(obj_cache_t *c, obj_t *o, int fd) { o->sock = fd; o->wait_type = 2; }
 int obj_first_byte(obj_cache_t *c, obj_t *o) { return o->data[0]; }
 """
     )
     assert "int type;" in text
     r, got = _sites_by(tmp_path, "cache.c", text, r"")
     uses = {f for f, k, _ in got if k == "USE"}
-    assert "obj_first_byte" in uses and "obj_is_string" not in uses, uses
+    assert "obj_first_byte" in uses and not uses & {"obj_is_string", "obj_watch"}, uses
 
 
 SPARE = """

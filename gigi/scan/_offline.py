@@ -620,6 +620,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and a.record != resource
         and a.record not in guess.keepers
         and not _bookkeeping(a.member)
+        and not _handle(a.member)
         and (a.record, a.member) not in pointers  # a reference to another struct, not data
         and not _names_record(a.member, mine)
         or a.record == resource
@@ -1135,6 +1136,17 @@ def _bookkeeping(member: str) -> bool:
         or re.search(r"flags?$|^i?key$|^pgno$|^id$|_id$", member, re.I)
         or re.search(r"^(type|kind|encoding|state|status|mode)$", member, re.I)
         or re.search(r"lru|lfu|^(a|m)?time$|_time$|clock|stamp|expir|ttl$", member, re.I)
+    )
+
+
+def _handle(member: str) -> bool:
+    """What names a unit to the system or says what is to be done with it (its socket, its
+    event registration, its callback, the action or wait pending on it): touching those
+    sets a unit up or moves it along, it does not work through what it holds. (I/O through
+    a handle, read(c->fd, ...), is still a use: see ``_data_through``.)"""
+    return bool(
+        re.search(r"^(fd|sock|socket|handle|ev|event)$", member, re.I)
+        or re.search(r"_(type|kind|action|cb|callback)$|^(on|wait)_", member, re.I)
     )
 
 
