@@ -1839,16 +1839,34 @@ int idlers_term(idlers_info *q)
     pthread_cond_broadcast(&q->wait_for_idler);
     return pthread_mutex_unlock(&q->idlers_mutex);
 }
+
+/* how many wait: a number reported, not a use */
+int idlers_num(idlers_info *q)
+{
+    return q->idlers;
+}
+
+/* one idle worker taken, waiting for one while there is none */
+void idlers_take(idlers_info *q)
+{
+    pthread_mutex_lock(&q->idlers_mutex);
+    while (q->idlers == 0)
+        pthread_cond_wait(&q->wait_for_idler, &q->idlers_mutex);
+    q->idlers--;
+    pthread_mutex_unlock(&q->idlers_mutex);
+}
 """
 
 
 def test_a_state_of_the_whole_set_true_takes_nothing(tmp_path):
     """Setting a member true takes a unit only where it is a flag or a count of holding
     (in_use, pinned): a queue marked terminated under its lock, its waiters woken by a
-    broadcast (no compare-and-swap, whatever its name holds), hands out nothing."""
+    broadcast (no compare-and-swap, whatever its name holds; no I/O in a thread's mutex),
+    hands out nothing and uses nothing; nor does reporting how many wait."""
     (tmp_path / "q.c").write_text(TERMINATED)
     got = {(c.function, c.kind) for c in scan(tmp_path, jobs=1).verified()}
-    assert ("idlers_term", "ACQUIRE") not in got, got
+    assert {f for f, _ in got} & {"idlers_term", "idlers_num"} == set(), got
+    assert ("idlers_take", "ACQUIRE") in got, got
     from gigi.scan._offline import CAS
 
     named = ["pg_atomic_compare_exchange_u32", "__sync_bool_compare_and_swap", "atomic_cas_32"]

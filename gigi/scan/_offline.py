@@ -659,17 +659,19 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
 # what a function that measures or reports on the resource is named for
 INTROSPECTS = re.compile(
     r"(^|_)(stats?|statistics?|overhead|dump|print|format|report|describe|estimate|size_of"
-    r"|compute_size)(_|$)"
+    r"|compute_size|num)(_|$)"
 )
 
 
 def introspects(name: str) -> bool:
     """Whether a function is named for measuring or reporting on what it reads (its size,
-    its statistics, a dump): it looks at the resource's objects, it does not work through
-    them, so it is no USE.
+    its statistics, the number of something, a dump): it looks at the resource's objects,
+    it does not work through them, so it is no USE.
 
     >>> introspects("objectComputeSize"), introspects("item_stats_sizes_add")
     (True, True)
+    >>> introspects("ap_queue_info_num_idlers")
+    True
     >>> introspects("getLongFromObjectOrReply"), introspects("statlist_append")
     (False, False)
     """
@@ -704,7 +706,8 @@ def _data_through(arg: str, holders: set[str]) -> bool:
 
 
 ITERATES = re.compile(r"next|iter|step|advance", re.I)
-IO = re.compile(r"read|write|memcpy|memmove|memset|send|recv", re.I)
+# reading or writing data (smgrwrite, sqlite3OsRead), not a thread's mutex or condition
+IO = re.compile(r"(?<!th)read|write|memcpy|memmove|memset|send|recv", re.I)
 
 
 LIFECYCLE = {"open", "close", "create", "destroy", "shutdown", "init", "initialize"}
