@@ -267,20 +267,46 @@ def test_every_rule_module_has_its_rule_in_the_tuple_once():
     assert RULES[0].__name__ == "verified"  # every other rule revises its verdicts
 
 
+USED_AFTER = """
+/* a connection, and the pool of idle ones */
+typedef struct conn { struct conn *next; int fd; } conn;
+typedef struct conn_pool { conn *free; unsigned int n_free; unsigned int max_conns; } conn_pool;
+
+/* put back, then touched: not the last word on it, so no release */
+void conn_put(conn_pool *p, conn *c)
+{
+    p->n_free++;
+    c->next = p->free;
+    p->free = c;
+    c->fd = -1;
+}
+"""
+
+
 def test_verified_checks_each_proposal_and_nothing_stands_without_it(tmp_path):
-    files = {"buffer_pool.c": (CORPUS / "buffer_pool.c").read_text()}
+    files = {"buffer_pool.c": (CORPUS / "buffer_pool.c").read_text(), "conn.c": USED_AFTER}
     assert _kept(tmp_path, files, ()) == set()
     kept = _kept(tmp_path, files, RULES[:1])
     assert ("bp_get_page", "ACQUIRE", "buf_pool", "f") in kept
     r = scan(tmp_path, jobs=1, rules=RULES[:1])
-    assert any(not ok and why for _, ok, why in r.candidates)  # a rejection says why
+    why = {(c.function, c.kind): why for c, ok, why in r.candidates if not ok}
+    assert "used again" in why[("conn_put", "RELEASE")], why  # a rejection says why
 
 
 def test_uses_inside_a_move_are_part_of_it(tmp_path):
-    files = {"buffer_pool.c": (CORPUS / "buffer_pool.c").read_text()}
-    gained, lost = _difference(tmp_path, files, "uses_inside_a_move")
+    scrub = """
+#include <string.h>
+/* a page scrubbed as it is given back: its data touched as part of the release */
+void pcache_scrub_release(pcache_t *c, page_t *pg)
+{
+    memset(pg->data, 0, 16);
+    pg->nref--;
+    c->n_pinned--;
+}
+"""
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + scrub}, "uses_inside_a_move")
     assert gained == set()
-    assert ("bp_release_page", "USE", "buf_pool", "f") in lost
+    assert {(f, k) for f, k, _, _ in lost} == {("pcache_scrub_release", "USE")}, lost
 
 
 def test_a_miss_waits_on_the_resource_it_looked_up(tmp_path):
