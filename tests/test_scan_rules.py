@@ -945,3 +945,32 @@ void ctx_fill(msg_pool_t *r, const char *from) { memcpy(r->buf, from, 16); }
     used = {(f, r) for f, k, r, _ in _kept(tmp_path, {}, RULES) if k == "USE"}
     assert ("page_copy_out", "pcache") in used, used
     assert all(f != "ctx_fill" for f, _ in used), used
+
+
+OUT_PARAM = """
+/* a reference to a page: the caller's, filled in */
+typedef struct page_ref { page_t *pg; int pgno; } page_ref_t;
+
+/* a page handed out through the caller's reference; one it holds already is handed back
+   as it is (no shortage: no wait) */
+page_ref_t *ref_get(pcache_t *c, page_ref_t *ref, int pgno)
+{
+    page_t *pg;
+    if (ref->pg)
+        return ref;
+    pg = pcache_fetch(c, pgno);
+    if (pg == NULL)
+        return NULL;
+    ref->pg = pg;
+    return ref;
+}
+"""
+
+
+def test_what_a_wrapper_stores_through_its_parameter_it_hands_out(tmp_path):
+    """A wrapper that stores what its callee acquired into its parameter (ref->pg = pg)
+    hands it out; returning the parameter it was handed, when it holds one already, is no
+    fast path of a wait."""
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + OUT_PARAM}, "through_wrappers")
+    assert {(f, k) for f, k, _, _ in gained} == {("ref_get", "ACQUIRE")}, gained
+    assert lost == set()

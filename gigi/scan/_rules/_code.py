@@ -74,6 +74,20 @@ def returns_result_of(fn, callee: str) -> bool:
     return False
 
 
+def stores_result_of(fn, callee: str) -> str:
+    """Where FN hands out what calling CALLEE returned through a parameter (``area =
+    pool_alloc(...); buf->area = area``, ``*out = p``): the parameter's member or the
+    parameter it is stored through, or ''."""
+    params = {n for _, n in fn.params if n}
+    held = {a.target for a in fn.assigns if callee in a.calls and "." not in a.target}
+    for a in fn.assigns:
+        base = root(a.target_base) if a.target_base else ""
+        through = "." in a.target or a.target.lstrip().startswith("*")
+        if base in params and through and (held & set(a.sources) or callee in a.calls):
+            return a.target.split(".", 1)[-1] if "." in a.target else f"*{base}"
+    return ""
+
+
 def record_at(fn, member: str, line: int) -> str:
     """The record whose MEMBER FN touches at LINE (``uv__allocator.local_malloc``, ``&
     pool->idle_server_list``), or ''."""

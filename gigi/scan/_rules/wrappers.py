@@ -1,6 +1,7 @@
 """A thin wrapper performs its callee's event: a short function that makes one call beside
 checks and reports (a lock taken around it aside) and either returns what that call ACQUIREs
-(in the return itself, or through a local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``),
+(in the return itself, or through a local it returns: ngx_pcalloc's ``p = ngx_palloc(...)``;
+or stored through its parameter: HAProxy's b_alloc, ``buf->area = area``),
 or hands it one of its own parameters to RELEASE or, for a lock (a resource held exclusive or
 shared, or a lock API's lock) or a callee that ACQUIREs what it is handed (a job it queues),
 to take, unconditionally or behind a test of its parameters alone (``if (p)``); where the
@@ -36,6 +37,7 @@ from gigi.scan._rules._code import (
     handed_param,
     returns_result_of,
     root,
+    stores_result_of,
     unconditional,
 )
 from gigi.scan._rules._found import Found, Site
@@ -153,6 +155,9 @@ def through_wrappers(found: Found) -> Found:
                     elif kind == "ACQUIRE":
                         fits = returns_result_of(fn, call.callee)
                         how = f"returns what {call.callee} acquires"
+                        if not fits and (out := stores_result_of(fn, call.callee)):
+                            fits = True
+                            how = f"hands out through {out} what {call.callee} acquires"
                     elif sum(c.callee == call.callee for c in work) > 1:
                         fits = False  # giving back twice: a job of its own (a whole tree)
                     else:
@@ -233,6 +238,8 @@ def _fast_path_before(fn, call) -> str:
             if b.line <= line <= b.end_line
             and srcs
             and not re.search(r"\b(0|NULL|nullptr|false|-\s*1)\b", text)
+            # handing back what the caller handed in: it had one already, no shortage
+            and not set(srcs) <= {n for _, n in fn.params}
         ]
         # what a search loop found (p = p->next until the key matches) is a lookup's hit
         searched = {
