@@ -974,3 +974,44 @@ def test_what_a_wrapper_stores_through_its_parameter_it_hands_out(tmp_path):
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + OUT_PARAM}, "through_wrappers")
     assert {(f, k) for f, k, _, _ in gained} == {("ref_get", "ACQUIRE")}, gained
     assert lost == set()
+
+
+HANDLE = """
+/* a page handed out by number: the caller's handle to it */
+typedef int page_handle;
+extern void trace_open(int pgno);
+extern void check_mode(int mode);
+extern void count_open(pcache_t *c);
+
+page_handle page_open(pcache_t *c, int pgno, int mode)
+{
+    page_t *pg;
+    trace_open(pgno);
+    check_mode(mode);
+    count_open(c);
+    pg = pcache_fetch(c, pgno);
+    if (pg == NULL)
+        return -1;
+    return pg->pgno;
+}
+
+/* a status passed on: nothing handed out */
+int page_probe(pcache_t *c, int pgno, int mode)
+{
+    page_t *pg;
+    trace_open(pgno);
+    check_mode(mode);
+    count_open(c);
+    pg = pcache_fetch(c, pgno);
+    return pg != NULL;
+}
+"""
+
+
+def test_a_longer_function_returning_a_handle_hands_out_what_it_acquired(tmp_path):
+    """A function past a wrapper's length that returns a handle of its own type (a number
+    naming the page) made from what its call acquired hands that out; one returning an
+    int, a truth or a status, hands out nothing."""
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + HANDLE}, "through_wrappers")
+    assert {(f, k) for f, k, _, _ in gained} == {("page_open", "ACQUIRE")}, gained
+    assert lost == set()

@@ -29,6 +29,7 @@ from dataclasses import replace
 
 from gigi.scan._offline import SLEEPS, Candidate, record_pattern
 from gigi.scan._rules._code import (
+    C_SCALARS,
     CHECKS,
     GUARDS,
     WRAPPER_LINES,
@@ -89,8 +90,11 @@ def through_wrappers(found: Found) -> Found:
             # (do_item_alloc returns what do_item_alloc_pull took, after setting it up): a
             # status code it passes on (rc = lock(...); ...; return rc) hands out nothing
             thin = fn.end_line - fn.line <= WRAPPER_LINES and len(work) <= 2
-            # a longer one that returns no object may still end by releasing its parameter
-            releases_only = not thin and "*" not in fn.return_type
+            # a longer one that returns no object may still end by releasing its parameter;
+            # one that returns a handle (PostgreSQL's Buffer, a number naming a buffer)
+            # hands out what the call it returns it from acquired
+            handle = not thin and "*" not in fn.return_type and _handle_type(fn.return_type)
+            releases_only = not thin and "*" not in fn.return_type and not handle
             if releases_only and fn.end_line - fn.line > LONGER_LINES:
                 continue
             params = {n for _, n in fn.params if n}
@@ -114,6 +118,8 @@ def through_wrappers(found: Found) -> Found:
                     if kind in kinds_of.get(fn.name, ()):
                         continue
                     if (releases_only or looped) and kind != "RELEASE":
+                        continue
+                    if handle and kind == "RELEASE" and fn.end_line - fn.line > LONGER_LINES:
                         continue
                     if kind == "WAIT":  # it waits where it acquires: in the call it wraps
                         # (a thin wrapper's job is the call; a longer function that also
@@ -218,6 +224,18 @@ def through_wrappers(found: Found) -> Found:
     # a file's static helper whose every caller wraps it in turn is part of their event
     kept = covered_by_callers(found, added, (*found.sites, *added))
     return replace(found, sites=(*found.sites, *kept))
+
+
+def _handle_type(return_type: str) -> bool:
+    """Whether a function's return type, not a pointer, names a handle to an object (a
+    typedef of its own: ``Buffer | int``) rather than a number, a truth or a status
+    (``int``, ``size_t``, ``apr_status_t``, ``ngx_int_t``)."""
+    declared = return_type.split("|")[0].strip()
+    words = set(re.findall(r"\w+", declared)) - {"const", "static", "inline", "extern"}
+    return bool(words) and not (
+        words & C_SCALARS
+        or re.search(r"status|err|result|^rc$|bool|int|size|ssize|off_t|time|long", declared, re.I)
+    )
 
 
 def _fast_path_before(fn, call) -> str:
