@@ -1137,7 +1137,7 @@ def _lock_macros(fn: Function, lines: list[str]) -> None:
         real = sum(
             1
             for lp in fn.loops
-            if lp.line <= line <= lp.end_line and (lp.line != line or LOOP_WORD.search(text))
+            if lp.line <= line <= lp.end_line and (lp.line != line or _loop_written(lines, lp))
         )
         first = min(calls, key=lambda c: len(c.path))
         spelt[line] = Call(name, line, real, "", args, first.path, False)

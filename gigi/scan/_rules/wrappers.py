@@ -177,21 +177,24 @@ def through_wrappers(found: Found) -> Found:
                     if kind == "ACQUIRE":
                         acquired |= resources
                         fast = _fast_path_before(fn, call)
-                        slept = _sleeps_before(fn, call)
+                        slept = _sleeping_loop(fn, call)
                         if (fast or slept) and "WAIT" not in kinds_of.get(fn.name, ()):
                             # what it had at hand came first, and the call is the slow way;
                             # or it slept until what it hands over could be had
-                            why = (
-                                f"when its fast path ({fast}) had nothing, calls {call.callee}"
-                                if fast
-                                else f"sleeps until {slept} gives something, then hands it on"
-                            )
+                            if fast:
+                                at = call.line
+                                why = (
+                                    f"when its fast path ({fast}) had nothing, calls {call.callee}"
+                                )
+                            else:
+                                at = slept.line
+                                why = f"sleeps until {slept.cond_calls[0]} gives something, then"
+                                why += " hands it on"
                             kinds_of.setdefault(fn.name, set()).add("WAIT")
                             for res in sorted(resources):
                                 new.setdefault(fn.name, {}).setdefault("WAIT", set()).add(res)
                                 c = Candidate(
-                                    fn.file, fn.name, slept_at(fn, call) if slept else call.line,
-                                    "WAIT", res, "", "1", "heuristic", why,
+                                    fn.file, fn.name, at, "WAIT", res, "", "1", "heuristic", why,
                                 )  # fmt: skip
                                 added.append(Site(c, True, f"verified: {why}"))
                     kinds_of.setdefault(fn.name, set()).add(kind)
@@ -245,6 +248,8 @@ def _fast_path_before(fn, call) -> str:
     return from a search's loop, or of what a search loop found, is a lookup's hit, and the
     call after it makes what was not there: the miss, not a shortage."""
     inside = {b for b, _ in call.path}
+    params = {n for _, n in fn.params}
+    in_loops = [a for a in fn.assigns if any(lp.line <= a.line <= lp.end_line for lp in fn.loops)]
     for b in fn.branches:
         if b.side or b.end_line >= call.line or b.if_id in inside:
             continue
@@ -257,36 +262,21 @@ def _fast_path_before(fn, call) -> str:
             and srcs
             and not re.search(r"\b(0|NULL|nullptr|false|-\s*1)\b", text)
             # handing back what the caller handed in: it had one already, no shortage
-            and not set(srcs) <= {n for _, n in fn.params}
+            and not set(srcs) <= params
         ]
         # what a search loop found (p = p->next until the key matches) is a lookup's hit
-        searched = {
-            a.target
-            for a in fn.assigns
-            if a.line < b.line and any(lp.line <= a.line <= lp.end_line for lp in fn.loops)
-        }
+        searched = {a.target for a in in_loops if a.line < b.line}
         tested = [x for x in b.cond_locals if from_params(fn, x)]
         if found and tested and not set(tested) & searched:
             return b.cond
     return ""
 
 
-def _sleeps_before(fn, call) -> str:
-    """The call a loop of FN ahead of CALL sleeps on until it gives something (``while
-    ((item = cqi_new(q)) == NULL) usleep(10000);``), or ''."""
-    loop = _sleeping_loop(fn, call)
-    return loop.cond_calls[0] if loop is not None else ""
-
-
-def slept_at(fn, call) -> int:
-    """The line of the loop ``_sleeps_before`` found."""
-    return _sleeping_loop(fn, call).line
-
-
 def _sleeping_loop(fn, call):
-    """A loop ahead of CALL that retries the call of its condition and does nothing else
-    but sleep (or spin: a body with no call and no assignment; a sleep the parse could not
-    resolve leaves it so)."""
+    """A loop of FN ahead of CALL that retries the call of its condition and does nothing
+    else but sleep until it gives something (``while ((item = cqi_new(q)) == NULL)
+    usleep(10000);``), or spin (a body with no call and no assignment; a sleep the parse
+    could not resolve leaves it so); None where there is none."""
 
     def idle(lp) -> bool:
         if lp.body_calls:
