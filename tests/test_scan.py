@@ -639,6 +639,42 @@ def test_a_constructor_that_hands_out_a_first_reference_acquires(tmp_path):
     assert not {k for f, k in got if f == "createSharedObjects"}
 
 
+HOLDERS_COUNTED = """
+#include <stdlib.h>
+struct conn;
+struct addrinfo;
+/* a backend that counts its holders, and an address shared by reference count: each taken
+   and given back through the caller's own handle on it, nothing handed out */
+struct backend { struct conn *conns; int load; int max_load; long requests; };
+struct address { struct addrinfo *ai; unsigned int refcount; long max_age; };
+
+void backend_assign(struct backend *b) { ++b->load; }
+void backend_reset(struct backend *b) { --b->load; }
+void backend_count_request(struct backend *b) { b->requests++; }
+void address_inc(struct address *a) { __atomic_add_fetch(&a->refcount, 1, __ATOMIC_SEQ_CST); }
+void address_dec(struct address *a) {
+    if (__atomic_sub_fetch(&a->refcount, 1, __ATOMIC_SEQ_CST) == 0)
+        free(a);
+}
+"""
+
+
+def test_a_hold_counted_on_the_resource_handed_in_is_taken_and_given_back(tmp_path):
+    """A count of the resource's own holders raised on the one the caller names is an
+    ACQUIRE of it, and lowered a RELEASE, both of that object; a statistic raised is
+    neither."""
+    (tmp_path / "backend.c").write_text(HOLDERS_COUNTED)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.object_expr) for c in r.verified()}
+    assert {
+        ("backend_assign", "ACQUIRE", "b"),
+        ("backend_reset", "RELEASE", "b"),
+        ("address_inc", "ACQUIRE", "a"),
+        ("address_dec", "RELEASE", "a"),
+    } <= got
+    assert not {k for f, k, _ in got if f == "backend_count_request"}
+
+
 GUARDED = """
 #include <pthread.h>
 #include <stdint.h>
@@ -891,7 +927,7 @@ def test_an_entry_counted_by_reference_is_its_own_pool_beside_its_table(tmp_path
     """An entry with a reference count and a spinlock word is a pool of references (the word
     guards its bookkeeping, it does not make the entry a lock); the table's lookup that takes
     a reference on the entry it returns ACQUIREs the entry, though it works on the table
-    most; plain trailing comments are read."""
+    most, and the put gives back that entry; plain trailing comments are read."""
     (tmp_path / "table.c").write_text(ENTRIES)
     r = scan(tmp_path, jobs=1)
     assert {g.name: g.sharing for g in r.resources if g.name in ("entry", "table")} == {
@@ -901,7 +937,7 @@ def test_an_entry_counted_by_reference_is_its_own_pool_beside_its_table(tmp_path
     refs = next(m for u in r.units for m in u.members if m.name == "ref_cnt")
     assert refs.comment.startswith("reference count")
     got = {(c.function, c.kind, c.resource, c.object_expr) for c in r.verified()}
-    assert {("entry_get", "ACQUIRE", "entry", "e"), ("entry_put", "RELEASE", "entry", "")} <= got
+    assert {("entry_get", "ACQUIRE", "entry", "e"), ("entry_put", "RELEASE", "entry", "e")} <= got
     assert not {f for f, *_ in got} & {"table_fill"}
 
 

@@ -82,13 +82,25 @@ def refcount(m: Member) -> bool:
     return integer and bool(REFCOUNT.search(m.name) or said)
 
 
-def references_taken(fn: Function, takes: list, objects: set[str]) -> list:
+# a count of the holders of the record itself, not of units it hands out (a pool's pinned
+# pages): its reference count, or the requests a backend serves
+HELD_BY = re.compile(REFCOUNT.pattern + r"|(^|_)load$", re.I)
+
+
+def references_taken(
+    fn: Function, takes: list, objects: set[str], holders: set[str] = frozenset()
+) -> list:
     """The counts raised that take a reference on an object the caller handed in
-    (``page->nRef++``): the caller keeps the object, now counted as held."""
+    (``page->nRef++``), or on the resource itself when it counts its holders
+    (``address->refcount``, ``backend->load``; HOLDERS: the parameters that are the
+    resource): the caller keeps the object, now counted as held."""
     return [
         a
         for a in takes
-        if a.target_base in objects and REFERENCE.search(a.target.split(".", 1)[-1])
+        if a.target_base in objects
+        and REFERENCE.search(a.target.split(".", 1)[-1])
+        or a.target_base in holders
+        and HELD_BY.search(a.target.split(".", 1)[-1])
     ]
 
 
@@ -544,9 +556,11 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     objects = [
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
     ]
-    referenced = references_taken(fn, takes, set(objects))
-    named = slots_named(fn, takes)
     holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
+    # a reference taken on an object the caller handed in: one of the resource's, or the
+    # resource itself where its holders count it (an address's refcount, a backend's load)
+    referenced = references_taken(fn, takes, set(objects), holders_of)
+    named = slots_named(fn, takes)
     moves = queue_moves(fn, mine, queue_heads(guess, links), holders_of)
     pops = [a for a in pops if a not in moves.pops]
     if moves.pushes:
@@ -589,7 +603,16 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         if not any(c.kind == "WAIT" for c in out):
             for at, why in fallbacks(fn, mine, line):
                 cand("WAIT", at, why)
-    obj = objects[-1] if objects else (lock_index(fn) if locking else "")
+    # the object given back: one the caller handed in, or the resource itself where the
+    # count lowered is its holders' (an address's refcount dropped)
+    dropped = [
+        a.target_base
+        for a in fn.assigns
+        if gives_units(a)
+        and a.target_base in holders_of
+        and HELD_BY.search(a.target.split(".", 1)[-1])
+    ]
+    obj = objects[-1] if objects else dropped[0] if dropped else lock_index(fn) if locking else ""
     # the parameter set as a free list's head (srv->conns_pool = con) is the one given
     # back, not the one that holds the list
     obj = obj and next(

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from gigi.scan._offline import (
+    REFERENCE,
     BLOCKING,
     CAS,
     SLEEPS,
@@ -214,9 +215,10 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     kept = [
         x for x in locks if not any(u.line > x.line and set(u.path) <= set(x.path) for u in unlocks)
     ]
+    # or on the resource itself, where it counts its holders (an address's refcount)
     objects = {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
-    objects -= {n for t, n in fn.params if record_pattern(c.resource).search(t)}
-    referenced = references_taken(fn, takes, objects)
+    holders = {n for t, n in fn.params if record_pattern(c.resource).search(t)}
+    referenced = references_taken(fn, takes, objects - holders, holders)
     if referenced and not returned and not out_param:
         return Verdict(
             True,
@@ -348,16 +350,50 @@ def _release(
         mine_last = max(own, key=lambda e: e.line)
         # a use on a path that can run after the last release effect (not in a branch the
         # release did not take)
+        # (nor in the last holder's branch, where the count it lowered reached zero and the
+        # object is torn down: if (--o->refs == 0) free(o))
+        last_holder = _last_holder(fn, obj)
         later = [
             n
             for n, path in fn.uses_after.get(obj, [])
-            if n > mine_last.line and same_path(path, mine_last.path)
+            if n > mine_last.line
+            and same_path(path, mine_last.path)
+            and not last_holder & set(path)
         ]
         if later:
             return Verdict(False, f"{obj} is used again at line {later[0]}, after its release")
         if any(obj in srcs for _, srcs, _ in fn.returns):
             return Verdict(False, f"{obj} is returned: it was not given back")
     return Verdict(True, f"{last.what}; the released object is not used afterwards")
+
+
+# a condition that a count is now zero (== 0, !n, < 1), or was one before it was lowered
+# (old == 1, from a fetch-and-add); or that it is not (!= 0, > 0)
+ZERO = re.compile(r"==\s*[01]\b|\b[01]\s*==|!\s*[\w(]|<\s*[12]\b|<=\s*[01]\b")
+NONZERO = re.compile(r"!=\s*[01]\b|>\s*[01]\b|>=\s*[12]\b")
+
+
+def _last_holder(fn: Function, obj: str) -> set[tuple[int, int]]:
+    """The branches FN takes when a count of OBJ's holders it lowered reached zero: the
+    last holder's, which tears the object down. Read off the count itself or the local the
+    lowering's result went to (``to_free = atomic_dec(&a->refcount); if (to_free == 0)``)."""
+    lowered = [
+        a
+        for a in fn.assigns
+        if gives_units(a) and a.target_base == obj and REFERENCE.search(a.target.split(".")[-1])
+    ]
+    counts = {a.target.split(".", 1)[-1] for a in lowered}
+    results = {
+        x.target for x in fn.assigns if x.op == "=" and x.line in {a.line for a in lowered}
+    } & set(fn.locals)
+    out = set()
+    for b in fn.branches:
+        read = counts & {m.split(".", 1)[-1] for m in b.cond_members} or results & set(
+            b.cond_locals
+        )
+        if read and (ZERO.search(b.cond) if b.side == 0 else NONZERO.search(b.cond)):
+            out.add((b.if_id, b.side))
+    return out
 
 
 def _use(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
