@@ -1015,3 +1015,51 @@ def test_a_longer_function_returning_a_handle_hands_out_what_it_acquired(tmp_pat
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + HANDLE}, "through_wrappers")
     assert {(f, k) for f, k, _, _ in gained} == {("page_open", "ACQUIRE")}, gained
     assert lost == set()
+
+
+USED_THROUGH = """
+#include <string.h>
+extern void report(const char *what);
+void page_copy_out(pcache_t *c, page_t *pg, char *out) { memcpy(out, pg->data, 16); }
+char *page_copy_and_find(pcache_t *c, page_t *pg, char *out)
+{
+    memcpy(out, pg->data, 16);
+    return memchr(pg->data, 0, 16);
+}
+
+/* the interface: hands the caller's page on to be read, reporting around it */
+void page_read(pcache_t *c, page_t *pg, char *out)
+{
+    if (pg == NULL)
+        return;
+    page_copy_out(c, pg, out);
+    report("read");
+}
+
+/* a page found and handed out: a lookup, not a use */
+page_t *page_find_and_copy(pcache_t *c, page_t *pg, char *out)
+{
+    page_copy_out(c, pg, out);
+    return pg;
+}
+
+/* handing out what its callee found: a lookup, not a use */
+char *page_copy_found(pcache_t *c, page_t *pg, char *out) { return page_copy_and_find(c, pg, out); }
+
+/* a file's own helper: its callers' uses say it */
+static void page_read_quietly(pcache_t *c, page_t *pg, char *out) { page_copy_out(c, pg, out); }
+void page_dump(pcache_t *c, page_t *pg, char *out) { page_read_quietly(c, pg, out); }
+
+/* tearing down what it hands over is no use of it */
+void page_destroy(pcache_t *c, page_t *pg, char *out) { page_copy_out(c, pg, out); }
+"""
+
+
+def test_a_thin_wrapper_that_hands_its_parameter_to_be_used_uses_it(tmp_path):
+    """A thin wrapper that hands its own parameter to a function that USEs it uses it too,
+    at the call, on that parameter; not one that returns what it was handed (a lookup),
+    a file's static helper, nor one that makes or tears down the object."""
+    gained, lost = _difference(tmp_path, {"cache.c": PAGE + USED_THROUGH}, "through_wrappers")
+    uses = {(f, o) for f, k, _, o in gained if k == "USE"}
+    assert uses == {("page_read", "pg"), ("page_dump", "pg")}, gained
+    assert lost == set()

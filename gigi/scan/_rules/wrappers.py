@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import SLEEPS, Candidate, record_pattern
+from gigi.scan._offline import SLEEPS, Candidate, lifecycle, record_pattern, records_of
 from gigi.scan._rules._code import (
     C_SCALARS,
     CHECKS,
@@ -57,10 +57,11 @@ def through_wrappers(found: Found) -> Found:
     # function -> resource -> the positions of the parameters it RELEASEs: a wrapper hands
     # one of its own there to release it
     released: dict[str, dict[str, set[int]]] = {}
+    used: dict[str, dict[str, set[int]]] = {}  # and those it USEs
     for c, ok, _ in found.sites:
         if ok:
             kinds_of.setdefault(c.function, set()).add(c.kind)
-            if c.kind in ("ACQUIRE", "RELEASE", "WAIT"):
+            if c.kind in ("ACQUIRE", "RELEASE", "WAIT", "USE"):
                 events.setdefault(c.function, {}).setdefault(c.kind, set()).add(c.resource)
             callee = found.functions.get((c.file, c.function))
             params = callee.params if callee else []
@@ -68,6 +69,9 @@ def through_wrappers(found: Found) -> Found:
                 handed.setdefault(c.function, set()).add(c.resource)
             if c.kind == "RELEASE" and callee:
                 _released_at(released, callee, c.resource, c.line, c.object_expr)
+            if c.kind == "USE" and callee:  # the positions of the parameters it uses
+                at = {i for i, (_, n) in enumerate(callee.params) if n and n == c.object_expr}
+                used.setdefault(c.function, {}).setdefault(c.resource, set()).update(at)
     # a C++ method by its own name, where no other function has that name
     named: dict[str, list[str]] = {}
     for fn in found.functions.values():
@@ -164,6 +168,25 @@ def through_wrappers(found: Found) -> Found:
                         if not fits and (out := stores_result_of(fn, call.callee)):
                             fits = True
                             how = f"hands out through {out} what {call.callee} acquires"
+                    elif kind == "USE":
+                        # what it hands over is used in the call, as its callers see it (a
+                        # file's own helper is no interface: its callers' uses say it)
+                        # (not one that hands out an object of the resource, or what the
+                        # call found: a lookup; nor one that makes or tears down what it
+                        # hands over)
+                        objs = {_walked(fn, call, used[name][r]) for r in resources} & params
+                        fits = (
+                            bool(objs)
+                            and unconditional(fn, call)
+                            and not lifecycle(fn.name.split("::")[-1])
+                            and not ("*" in fn.return_type and returns_result_of(fn, call.callee))
+                            and not any(
+                                record_pattern(rec).search(fn.return_type)
+                                for r in resources
+                                for rec in records_of(found.by_name[r])
+                            )
+                        )
+                        how = f"hands its parameter to {call.callee}, which uses it"
                     elif sum(c.callee == call.callee for c in work) > 1:
                         fits = False  # giving back twice: a job of its own (a whole tree)
                     else:
@@ -207,6 +230,11 @@ def through_wrappers(found: Found) -> Found:
                         elif kind == "RELEASE":  # the parameter it hands over to be released
                             obj = handed_param(fn, call, released[name][res])
                             _released_at(released, fn, res, call.line, obj)
+                        elif kind == "USE":  # the parameter it hands over to be used
+                            obj = _walked(fn, call, used[name][res])
+                            used.setdefault(fn.name, {}).setdefault(res, set()).update(
+                                i for i, (_, n) in enumerate(fn.params) if n == obj
+                            )
                         c = Candidate(
                             fn.file,
                             fn.name,
@@ -332,8 +360,9 @@ def _gives_back_in_loop(fn, call, at: set[int], events: dict, resource: str) -> 
 
 
 def _walked(fn, call, at: set[int]) -> str:
-    """The unit a loop's CALL hands over at one of the positions AT: an argument made from
-    one of FN's locals (``server``, ``got[i]``), or ''."""
+    """The unit CALL hands over at one of the positions AT (a loop's turn, or a parameter
+    handed on to be used): an argument made from one of FN's locals or parameters
+    (``server``, ``got[i]``), or ''."""
     return next(
         (
             bare(call.args[i])
