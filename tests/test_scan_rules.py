@@ -245,16 +245,16 @@ def _kept(tmp_path, files: dict[str, str], rules) -> set[tuple]:
     return {(c.function, c.kind, c.resource, c.object_expr.replace(" ", "")) for c in r.verified()}
 
 
-def _without(rule) -> tuple:
-    return tuple(r for r in RULES if r is not rule)
+def _without(*rules) -> tuple:
+    return tuple(r for r in RULES if r not in rules)
 
 
-def _difference(tmp_path, files: dict[str, str], name: str) -> tuple[set, set]:
-    """What the scan of FILES keeps with every rule and not without the rule NAME, and the
-    other way round."""
-    rule = next(r for r in RULES if r.__name__ == name)
+def _difference(tmp_path, files: dict[str, str], name: str, *also: str) -> tuple[set, set]:
+    """What the scan of FILES keeps with every rule and not without the rule NAME (and the
+    rules ALSO, that find some of the same), and the other way round."""
+    rules = [r for r in RULES if r.__name__ in (name, *also)]
     full = _kept(tmp_path, files, RULES)
-    less = _kept(tmp_path, files, _without(rule))
+    less = _kept(tmp_path, files, _without(*rules))
     return full - less, less - full
 
 
@@ -319,19 +319,19 @@ def test_a_loop_retrying_an_acquire_waits_for_its_resource(tmp_path):
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + RETRY}, "waits_for_what_they_retry")
     assert gained == {
         ("pager_wait_page", "WAIT", "pcache", ""),  # was the pager's own wait
-        ("pager_wait_page", "ACQUIRE", "pcache", ""),  # it returns the page it got at last
         ("warm_page", "WAIT", "pcache", ""),  # a function of no resource
     }
     assert lost == {("pager_wait_page", "WAIT", "pager", "")}
+    # it returns the page it got at last (as handed_through_calls also finds without it)
+    assert ("pager_wait_page", "ACQUIRE", "pcache", "pg") in _kept(tmp_path, {}, RULES)
 
 
 def test_a_loop_that_makes_room_and_tries_again_waits(tmp_path):
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + RECLAIM}, "waits_for_what_they_retry")
-    assert gained == {
-        ("pager_fetch_or_reclaim", "WAIT", "pcache", ""),
-        ("pager_fetch_or_reclaim", "ACQUIRE", "pcache", ""),  # and returns what it got
-    }
+    assert gained == {("pager_fetch_or_reclaim", "WAIT", "pcache", "")}
     assert lost == set()
+    # and returns what it got (as handed_through_calls also finds without it)
+    assert ("pager_fetch_or_reclaim", "ACQUIRE", "pcache", "pg") in _kept(tmp_path, {}, RULES)
 
 
 def test_a_static_helper_is_part_of_its_callers_event(tmp_path):
@@ -452,7 +452,9 @@ def test_a_queues_count_of_work_is_places_taken_by_pushing(tmp_path):
     ],
 )
 def test_rules_that_find_what_no_record_proposed(tmp_path, name, files, wanted):
-    gained, lost = _difference(tmp_path, files, name)
+    # a longer function's events through its calls are found by their own rule too
+    also = ["handed_through_calls"] if name == "through_wrappers" else []
+    gained, lost = _difference(tmp_path, files, name, *also)
     assert wanted <= gained and lost == set()
 
 
@@ -786,11 +788,20 @@ int main(void)
 def test_a_loop_that_gives_back_each_unit_it_walks_releases_them(tmp_path):
     """Handing each connection of a list, on every turn, to the function that gives one
     back releases them all, each turn's one named; handing back only those a test of
-    their state picks is a decision about each, not a release; a driver that also takes
-    them, or a program's main, is no release of its own."""
-    gained, lost = _difference(tmp_path, {"pool.c": LOOP_RELEASE}, "through_wrappers")
-    assert {(f, k, o) for f, k, _, o in gained} == {("conn_release_list", "RELEASE", "c")}, gained
+    their state picks is no wrapper's, but a longer function's last word on each; a driver
+    that also takes them, or a program's main, is no release of its own."""
+    gained, lost = _difference(
+        tmp_path, {"pool.c": LOOP_RELEASE}, "through_wrappers", "handed_through_calls"
+    )
+    assert {(f, k, o) for f, k, _, o in gained} == {
+        ("conn_release_list", "RELEASE", "c"),
+        # a reaper whose last word on each connection it picks is giving it back: by the
+        # rule for longer functions, not as a wrapper's release of every one it walks
+        ("conn_reap", "RELEASE", "c"),
+    }, gained
     assert lost == set()
+    released = {f for f, k, _, _ in _kept(tmp_path, {}, RULES) if k == "RELEASE"}
+    assert not released & {"conn_churn", "main"}, released
 
 
 STATIC_WRAPPERS = """
@@ -1062,4 +1073,109 @@ def test_a_thin_wrapper_that_hands_its_parameter_to_be_used_uses_it(tmp_path):
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + USED_THROUGH}, "through_wrappers")
     uses = {(f, o) for f, k, _, o in gained if k == "USE"}
     assert uses == {("page_read", "pg"), ("page_dump", "pg")}, gained
+    assert lost == set()
+
+
+CONN_POOL = """
+#include <stdlib.h>
+typedef struct conn { int fd; struct conn *next; int busy; } conn_t;
+/* a pool of connections: a free list, its counts, and the one its current request has */
+typedef struct cpool {
+    conn_t *free_list; int n_free; int n_used; int capacity; conn_t *current;
+} cpool_t;
+extern int send_all(int fd, const char *buf, int n);
+extern void flush_fd(int fd);
+extern void note_time(void);
+extern void close_fd(int fd);
+
+conn_t *cpool_get(cpool_t *p)
+{
+    conn_t *c = p->free_list;
+    if (c == NULL)
+        return NULL;
+    p->free_list = c->next;
+    p->n_free--;
+    p->n_used++;
+    return c;
+}
+
+void cpool_put(cpool_t *p, conn_t *c)
+{
+    c->next = p->free_list;
+    p->free_list = c;
+    p->n_free++;
+    p->n_used--;
+}
+
+/* takes a connection for the pool's current request and keeps it there */
+int cpool_start(cpool_t *p, const char *req, int n)
+{
+    conn_t *c;
+    note_time();
+    c = cpool_get(p);
+    if (c == NULL)
+        return -1;
+    p->current = c;
+    flush_fd(c->fd);
+    return send_all(c->fd, req, n);
+}
+
+/* the request done: its last word on the connection it was handed is giving it back,
+   where the pool has room for it */
+void cpool_finish(cpool_t *p, conn_t *c)
+{
+    note_time();
+    send_all(c->fd, "bye", 3);
+    if (p->n_free < p->capacity)
+        cpool_put(p, c);
+    else
+        close_fd(c->fd);
+}
+
+/* takes one, works through it, gives it back: it holds it inside, no event of its own */
+int cpool_ping(cpool_t *p)
+{
+    conn_t *c = cpool_get(p);
+    int rc;
+    if (c == NULL)
+        return -1;
+    note_time();
+    rc = send_all(c->fd, "ping", 4);
+    flush_fd(c->fd);
+    cpool_put(p, c);
+    return rc;
+}
+
+/* still working through it after handing it over: not its last word */
+void cpool_finish_late(cpool_t *p, conn_t *c)
+{
+    note_time();
+    if (p->n_free < p->capacity)
+        cpool_put(p, c);
+    send_all(c->fd, "bye", 3);
+    flush_fd(c->fd);
+}
+
+/* tearing the pool down is no event on its units */
+void cpool_destroy(cpool_t *p, conn_t *c)
+{
+    note_time();
+    flush_fd(c->fd);
+    if (p->n_free < p->capacity)
+        cpool_put(p, c);
+    free(p);
+}
+"""
+
+
+def test_a_caller_keeping_or_giving_up_a_unit_performs_the_calls_event(tmp_path):
+    """A longer function that keeps in the resource's record what a call acquired takes it,
+    and one whose last word on a unit it was handed is a call that releases it gives it
+    back, both at the call; not one that takes and gives back the unit itself, that goes
+    on using it after, or that tears the resource down."""
+    gained, lost = _difference(tmp_path, {"pool.c": CONN_POOL}, "handed_through_calls")
+    assert {(f, k, o) for f, k, _, o in gained} == {
+        ("cpool_start", "ACQUIRE", "c"),
+        ("cpool_finish", "RELEASE", "c"),
+    }, gained
     assert lost == set()

@@ -73,6 +73,12 @@ REFERENCE = re.compile(r"ref|pin|hold|users|(^|_)load$", re.I)
 REFCOUNT = re.compile(r"^n?refs?$|ref_?(c(ou)?nt|s)$|refcount|^pin_?c(ou)?nt$", re.I)
 
 
+# a condition that a count is now zero (== 0, !n, < 1), or was one before it was lowered
+# (old == 1, from a fetch-and-add); or that it is not (!= 0, > 0)
+ZERO = re.compile(r"==\s*[01]\b|\b[01]\s*==|!\s*[\w(]|<\s*[12]\b|<=\s*[01]\b")
+NONZERO = re.compile(r"!=\s*[01]\b|>\s*[01]\b|>=\s*[12]\b")
+
+
 def refcount(m: Member) -> bool:
     """Whether a member counts the references held on its record's object, by its name
     (``refcount``, ``ref_cnt``, ``nrefs``) or its comment ("reference count"): an object whose

@@ -24,7 +24,9 @@ import re
 from dataclasses import dataclass
 
 from gigi.scan._offline import (
+    NONZERO,
     REFERENCE,
+    ZERO,
     BLOCKING,
     CAS,
     SLEEPS,
@@ -365,12 +367,6 @@ def _release(
         if any(obj in srcs for _, srcs, _ in fn.returns):
             return Verdict(False, f"{obj} is returned: it was not given back")
     return Verdict(True, f"{last.what}; the released object is not used afterwards")
-
-
-# a condition that a count is now zero (== 0, !n, < 1), or was one before it was lowered
-# (old == 1, from a fetch-and-add); or that it is not (!= 0, > 0)
-ZERO = re.compile(r"==\s*[01]\b|\b[01]\s*==|!\s*[\w(]|<\s*[12]\b|<=\s*[01]\b")
-NONZERO = re.compile(r"!=\s*[01]\b|>\s*[01]\b|>=\s*[12]\b")
 
 
 def _last_holder(fn: Function, obj: str) -> set[tuple[int, int]]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._rules.allocators import allocators_with_a_budget
+from gigi.scan._rules.callers import handed_through_calls
 from gigi.scan._rules.cas_locks import locks_by_compare_and_swap
 from gigi.scan._rules.counts import counts_waited_for
 from gigi.scan._rules.holds import uses_within_holds
@@ -45,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     global_free_lists,
     through_wrappers,
     waits_for_what_they_retry,
+    handed_through_calls,
     uses_within_holds,
 )
 

@@ -108,6 +108,10 @@ def _kept(found: Found, sites: list[Site]) -> list[Site]:
             how = f"it hands {obj} to {callee}, which takes it, until it is had"
         elif "*" in fn.return_type and returns_result_of(fn, callee):  # not a status code
             how = f"it returns what {callee} acquired, once it gave something"
+            obj = next(
+                (a.target for a in fn.assigns if callee in a.calls and a.target in fn.locals),
+                "",
+            )
         else:
             continue
         a = replace(c, kind="ACQUIRE", line=calls[-1].line, object_expr=obj, why=how)

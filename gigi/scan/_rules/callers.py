@@ -1,0 +1,166 @@
+"""A function performs the event of a call it makes when the unit is its own to take or to
+give: it keeps what the call acquired (returns it, or stores it into one of the resource's
+records: a chain of buffers built from the pool, a connection taken for an accepted
+socket), or its last word on a unit it was handed or walked to is handing it to a call that
+releases it (a janitor that closes each idle server it finds, a reset that hands back the
+request's handler). Recorded at the call, on that unit.
+
+Not where the function holds the unit inside it: it also takes units of the resource (a
+lock around its work, a lookup and then a put) before giving one back, or gives back after
+taking; a callee that moves units both ways (a state change) says neither. Not a unit it got
+by a call of its own (``ts = lookup(...); ...; release(ts)``), a list's or a lock's address
+(``&pool->head``), a status code, nor what a callee that returns nothing of its own (a lock
+taken on what it is handed) acquired. Not in a program's main, nor in a function that
+creates or tears down (``pager_close``). A thin wrapper is ``wrappers``'s; this is what a
+longer function does with its callees' units."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from gigi.scan._offline import (
+    REFERENCE,
+    ZERO,
+    Candidate,
+    is_status,
+    lifecycle,
+    records_of,
+    same_path,
+)
+from gigi.scan._rules._code import bare, returns_result_of, root
+from gigi.scan._rules._found import Found, Site
+
+
+def handed_through_calls(found: Found) -> Found:
+    sites = [c for c, ok, _ in found.sites if ok]
+    kinds: dict[str, set[str]] = {}
+    events: dict[str, dict[str, set[str]]] = {}  # function -> kind -> resources
+    released_at: dict[tuple[str, str], set[int]] = {}  # (function, resource) -> positions
+    for c in sites:
+        kinds.setdefault(c.function, set()).add(c.kind)
+        events.setdefault(c.function, {}).setdefault(c.kind, set()).add(c.resource)
+        callee = found.functions.get((c.file, c.function))
+        if c.kind == "RELEASE" and callee:
+            released_at.setdefault((c.function, c.resource), set()).update(
+                i for i, (_, n) in enumerate(callee.params) if n and n == c.object_expr
+            )
+    returns_own = {
+        fn.name for fn in found.functions.values() if fn.return_type.split("|")[0].strip() != "void"
+    }
+
+    def only(callee: str, kind: str, other: str) -> set[str]:
+        got = events.get(callee, {})
+        return got.get(kind, set()) - got.get(other, set())
+
+    added = []
+    for fn in found.functions.values():
+        if fn.name == "main" or lifecycle(fn.name.split("::")[-1]):
+            continue
+        have = set(kinds.get(fn.name, ()))
+        taken = {r for c in fn.calls for r in only(c.callee, "ACQUIRE", "RELEASE")}
+        taken |= {c.resource for c in sites if c.function == fn.name and c.kind == "ACQUIRE"}
+        given = {r for c in fn.calls for r in only(c.callee, "RELEASE", "ACQUIRE")}
+        params = {n for _, n in fn.params}
+        # the locals it got by a call of its own: assigned its result, or handed to it by
+        # address to be filled in (rc = get(pager, 1, &page))
+        indirect = {c.line for c in fn.calls if c.indirect}  # xFetch(...) through a pointer
+        got_by_call = {
+            root(a.target)
+            for a in fn.assigns
+            if a.op == "=" and (a.calls or a.line in indirect)
+        }
+        got_by_call |= {
+            root(x)
+            for c in fn.calls
+            for x in c.args
+            if re.fullmatch(r"&\s*\w+", bare(x)) and root(x) in fn.locals
+        }
+        # and what it made of them (pg = (PgHdr *)got->pExtra)
+        got_by_call |= {
+            root(a.target)
+            for a in fn.assigns
+            if a.op == "=" and root(a.target) in fn.locals and set(a.sources) & got_by_call
+        }
+        for call in fn.calls:
+            got = events.get(call.callee)
+            if not got or call.indirect or call.callee == fn.name:
+                continue
+            for kind in ("ACQUIRE", "RELEASE"):
+                if kind in have:
+                    continue
+                for res in sorted(got.get(kind, ())):
+                    if res in (taken if kind == "RELEASE" else given):
+                        continue
+                    if kind == "RELEASE":
+                        obj = _last_handed(fn, call, released_at.get((call.callee, res), set()))
+                        if not obj or root(obj) in got_by_call - params:
+                            continue
+                        if _unheld(fn, call, obj):
+                            continue
+                        why = f"its last word on {obj} is handing it to {call.callee}"
+                    else:
+                        if call.callee not in returns_own:
+                            continue
+                        obj = _kept(fn, call, records_of(found.by_name[res]))
+                        if not obj:
+                            continue
+                        why = f"keeps ({obj}) what {call.callee} acquires"
+                    have.add(kind)
+                    c = Candidate(fn.file, fn.name, call.line, kind, res, obj, "1", "heuristic", why)
+                    added.append(Site(c, True, f"verified: {why}"))
+                    break
+    return replace(found, sites=(*found.sites, *added))
+
+
+def _last_handed(fn, call, at: set[int]) -> str:
+    """The unit CALL is handed at one of the positions AT, where it is one of FN's own (a
+    parameter or a local, not a list's or a lock's address) and FN touches it no more on
+    any path the call is on."""
+    obj = next(
+        (
+            bare(call.args[i])
+            for i in sorted(at)
+            if i < len(call.args) and root(call.args[i]) in fn.locals
+        ),
+        "",
+    )
+    if not obj or obj.startswith("&"):
+        return ""
+    if any(
+        n > call.line and same_path(path, call.path)
+        for n, path in fn.uses_after.get(root(obj), [])
+    ):
+        return ""
+    return obj
+
+
+def _unheld(fn, call, obj: str) -> bool:
+    """Whether CALL runs only when no one holds OBJ (``if (p->nRef == 0) unpin(p)``): a unit
+    whose holders all gave it back is put away, no hold is given back."""
+    tested = {i for i, side in call.path if side == 0}
+    return any(
+        b.if_id in tested
+        and b.side == 0
+        and root(obj) in b.cond_locals
+        and any(REFERENCE.search(m.split(".")[-1]) for m in b.cond_members)
+        and ZERO.search(b.cond)
+        for b in fn.branches
+    )
+
+
+def _kept(fn, call, mine: set[str]) -> str:
+    """Where FN keeps what CALL returns: the local it returns, or the one it stores into a
+    record of the resource (MINE), or that record's member itself; '' where it keeps
+    nothing, or a status code."""
+    into = [a for a in fn.assigns if call.callee in a.calls and a.op == "="]
+    if not into:
+        return ""
+    obj = root(into[0].target)
+    if obj in fn.locals and is_status(fn, obj):
+        return ""
+    returned = returns_result_of(fn, call.callee)
+    stored = any(
+        a.target.split(".")[0] in mine and (a is into[0] or obj in a.sources) for a in fn.assigns
+    )
+    return obj if returned or stored else ""
