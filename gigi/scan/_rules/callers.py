@@ -33,12 +33,9 @@ from gigi.scan._rules._found import Found, Site
 
 
 def handed_through_calls(found: Found) -> Found:
-    sites = [c for c, ok, _ in found.sites if ok]
-    kinds: dict[str, set[str]] = {}
     events: dict[str, dict[str, set[str]]] = {}  # function -> kind -> resources
     released_at: dict[tuple[str, str], set[int]] = {}  # (function, resource) -> positions
-    for c in sites:
-        kinds.setdefault(c.function, set()).add(c.kind)
+    for c in (c for c, ok, _ in found.sites if ok):
         events.setdefault(c.function, {}).setdefault(c.kind, set()).add(c.resource)
         callee = found.functions.get((c.file, c.function))
         if c.kind == "RELEASE" and callee:
@@ -57,31 +54,12 @@ def handed_through_calls(found: Found) -> Found:
     for fn in found.functions.values():
         if fn.name == "main" or lifecycle(fn.name.split("::")[-1]):
             continue
-        have = set(kinds.get(fn.name, ()))
+        have = set(events.get(fn.name, {}))
         taken = {r for c in fn.calls for r in only(c.callee, "ACQUIRE", "RELEASE")}
-        taken |= {c.resource for c in sites if c.function == fn.name and c.kind == "ACQUIRE"}
+        taken |= events.get(fn.name, {}).get("ACQUIRE", set())
         given = {r for c in fn.calls for r in only(c.callee, "RELEASE", "ACQUIRE")}
         params = {n for _, n in fn.params}
-        # the locals it got by a call of its own: assigned its result, or handed to it by
-        # address to be filled in (rc = get(pager, 1, &page))
-        indirect = {c.line for c in fn.calls if c.indirect}  # xFetch(...) through a pointer
-        got_by_call = {
-            root(a.target)
-            for a in fn.assigns
-            if a.op == "=" and (a.calls or a.line in indirect)
-        }
-        got_by_call |= {
-            root(x)
-            for c in fn.calls
-            for x in c.args
-            if re.fullmatch(r"&\s*\w+", bare(x)) and root(x) in fn.locals
-        }
-        # and what it made of them (pg = (PgHdr *)got->pExtra)
-        got_by_call |= {
-            root(a.target)
-            for a in fn.assigns
-            if a.op == "=" and root(a.target) in fn.locals and set(a.sources) & got_by_call
-        }
+        got_by_call = _got_by_call(fn)
         for call in fn.calls:
             got = events.get(call.callee)
             if not got or call.indirect or call.callee == fn.name:
@@ -102,7 +80,8 @@ def handed_through_calls(found: Found) -> Found:
                     else:
                         if call.callee not in returns_own:
                             continue
-                        obj = _kept(fn, call, records_of(found.by_name[res]))
+                        guess = found.by_name.get(res)
+                        obj = _kept(fn, call, records_of(guess) if guess else {res})
                         if not obj:
                             continue
                         why = f"keeps ({obj}) what {call.callee} acquires"
@@ -111,6 +90,26 @@ def handed_through_calls(found: Found) -> Found:
                     added.append(Site(c, True, f"verified: {why}"))
                     break
     return replace(found, sites=(*found.sites, *added))
+
+
+def _got_by_call(fn) -> set[str]:
+    """The locals FN got by a call of its own: assigned its result (through a function
+    pointer too: ``p = cfg.xFetch(...)``), or handed to it by address to be filled in
+    (``rc = get(pager, 1, &page)``), and what it made of them (``pg = got->pExtra``)."""
+    indirect = {c.line for c in fn.calls if c.indirect}
+    got = {root(a.target) for a in fn.assigns if a.op == "=" and (a.calls or a.line in indirect)}
+    got |= {
+        root(x)
+        for c in fn.calls
+        for x in c.args
+        if re.fullmatch(r"&\s*\w+", bare(x)) and root(x) in fn.locals
+    }
+    got |= {
+        root(a.target)
+        for a in fn.assigns
+        if a.op == "=" and root(a.target) in fn.locals and set(a.sources) & got
+    }
+    return got
 
 
 def _last_handed(fn, call, at: set[int]) -> str:
