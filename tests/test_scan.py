@@ -1151,7 +1151,7 @@ private:
 def test_a_set_of_cells_in_use_counts_them_by_its_methods(tmp_path):
     """A standard container member is a count its methods move: inserting the cell the
     caller names into the set of those in use takes it, erasing it gives it back; reading
-    the set's size moves nothing."""
+    the set's size moves nothing. Both name the cell."""
     (tmp_path / "cells.cpp").write_text(USED_SET)
     r = scan(tmp_path, jobs=1)
     fns = {f.name: f for u in r.units for f in u.functions}
@@ -1159,7 +1159,7 @@ def test_a_set_of_cells_in_use_counts_them_by_its_methods(tmp_path):
         ("slot_cells.used", "+=")
     ]
     got = {(c.function, c.kind, c.object_expr) for c in r.verified()}
-    assert got == {("slot_cells::occupy", "ACQUIRE", "i"), ("slot_cells::rm", "RELEASE", "")}
+    assert got == {("slot_cells::occupy", "ACQUIRE", "i"), ("slot_cells::rm", "RELEASE", "i")}
 
 
 METHODS_BY_CLASS = (

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 
 import pytest
-from test_scan import ALLOCATOR, CORPUS, LOCK_API, WRAPPERS
+from test_scan import ALLOCATOR, CORPUS, LOCK_API, USED_SET, WRAPPERS
 
 from gigi.scan import scan
 from gigi.scan._rules import RULES
@@ -1178,4 +1178,37 @@ def test_a_caller_keeping_or_giving_up_a_unit_performs_the_calls_event(tmp_path)
         ("cpool_start", "ACQUIRE", "c"),
         ("cpool_finish", "RELEASE", "c"),
     }, gained
+    assert lost == set()
+
+
+CELLS_DROPPED = """
+/* a cache over the cells: drops the cells from P0 to P1 while any is in use, each by its
+   number, reading the number on to remember the first it freed */
+class cell_cache {
+public:
+    unsigned drop_from(int p0, int p1) {
+        unsigned first = 0;
+        for (unsigned i = 0; i < 16; ++i) {
+            if (i < (unsigned) p0 || i > (unsigned) p1)
+                continue;
+            if (cells.n_used() > 0)
+                cells.rm(i);
+            if (first == 0)
+                first = i;
+        }
+        return first;
+    }
+private:
+    slot_cells cells;
+};
+"""
+
+
+def test_a_method_releasing_a_slot_by_its_number_is_the_callers_last_word(tmp_path):
+    """A method call is read by its class (``cells.rm(i)``), and a slot's number read on
+    after it is given back touches no unit: the caller gives the slot back."""
+    gained, lost = _difference(
+        tmp_path, {"cells.cpp": USED_SET + CELLS_DROPPED}, "handed_through_calls"
+    )
+    assert {(f, k, o) for f, k, _, o in gained} == {("cell_cache::drop_from", "RELEASE", "i")}
     assert lost == set()

@@ -110,8 +110,10 @@ def references_taken(
     ]
 
 
-# a standard container's member grown by one key (the parser's ``used.insert(i)``)
+# a standard container's member grown by one key (the parser's ``used.insert(i)``), or
+# shrunk by one (``used.erase(i)``)
 CONTAINER_STEP = re.compile(r"\.(insert|emplace\w*|push_\w+)\((\w+)\)$")
+CONTAINER_DROP = re.compile(r"\.(erase|extract|remove)\((\w+)\)$")
 
 
 def slots_named(fn: Function, takes: list) -> list[str]:
@@ -617,6 +619,14 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         if gives_units(a)
         and a.target_base in holders_of
         and HELD_BY.search(a.target.split(".", 1)[-1])
+    ]
+    # or the slot the caller names, whose key a count drops (used.erase(i))
+    dropped += [
+        m.group(2)
+        for a in fn.assigns
+        if gives_units(a)
+        and (m := CONTAINER_DROP.search(a.text))
+        and m.group(2) in {n for _, n in fn.params}
     ]
     obj = objects[-1] if objects else dropped[0] if dropped else lock_index(fn) if locking else ""
     # the parameter set as a free list's head (srv->conns_pool = con) is the one given

@@ -55,14 +55,17 @@ def handed_through_calls(found: Found) -> Found:
         if fn.name == "main" or lifecycle(fn.name.split("::")[-1]):
             continue
         have = set(events.get(fn.name, {}))
-        taken = {r for c in fn.calls for r in only(c.callee, "ACQUIRE", "RELEASE")}
+        callees = [f"{c.method_of}::{c.callee}" if c.method_of else c.callee for c in fn.calls]
+        taken = {r for c in callees for r in only(c, "ACQUIRE", "RELEASE")}
         taken |= events.get(fn.name, {}).get("ACQUIRE", set())
-        given = {r for c in fn.calls for r in only(c.callee, "RELEASE", "ACQUIRE")}
+        given = {r for c in callees for r in only(c, "RELEASE", "ACQUIRE")}
         params = {n for _, n in fn.params}
         got_by_call = _got_by_call(fn)
         for call in fn.calls:
-            got = events.get(call.callee)
-            if not got or call.indirect or call.callee == fn.name:
+            # a method by its class, where the parse knows it (cells.rm(i))
+            name = f"{call.method_of}::{call.callee}" if call.method_of else call.callee
+            got = events.get(name)
+            if not got or call.indirect or name == fn.name:
                 continue
             for kind in ("ACQUIRE", "RELEASE"):
                 if kind in have:
@@ -71,14 +74,14 @@ def handed_through_calls(found: Found) -> Found:
                     if res in (taken if kind == "RELEASE" else given):
                         continue
                     if kind == "RELEASE":
-                        obj = _last_handed(fn, call, released_at.get((call.callee, res), set()))
+                        obj = _last_handed(fn, call, released_at.get((name, res), set()))
                         if not obj or root(obj) in got_by_call - params:
                             continue
                         if _unheld(fn, call, obj):
                             continue
                         why = f"its last word on {obj} is handing it to {call.callee}"
                     else:
-                        if call.callee not in returns_own:
+                        if name not in returns_own:
                             continue
                         guess = found.by_name.get(res)
                         obj = _kept(fn, call, records_of(guess) if guess else {res})
@@ -115,7 +118,7 @@ def _got_by_call(fn) -> set[str]:
 def _last_handed(fn, call, at: set[int]) -> str:
     """The unit CALL is handed at one of the positions AT, where it is one of FN's own (a
     parameter or a local, not a list's or a lock's address) and FN touches it no more on
-    any path the call is on."""
+    any path the call is on (a slot's number it may go on reading)."""
     obj = next(
         (
             bare(call.args[i])
@@ -126,7 +129,9 @@ def _last_handed(fn, call, at: set[int]) -> str:
     )
     if not obj or obj.startswith("&"):
         return ""
-    if any(
+    # (a slot's number read after, new_head = i, touches no unit)
+    scalar = obj in fn.locals and "*" not in fn.locals[obj] and "&" not in fn.locals[obj]
+    if not scalar and any(
         n > call.line and same_path(path, call.path)
         for n, path in fn.uses_after.get(root(obj), [])
     ):
