@@ -1156,6 +1156,17 @@ void cpool_finish_late(cpool_t *p, conn_t *c)
     flush_fd(c->fd);
 }
 
+/* handing over the one chained to it, then it: a structure torn down, a job of its own */
+void cpool_put_chain(cpool_t *p, conn_t *c)
+{
+    note_time();
+    flush_fd(c->fd);
+    if (p->n_free < p->capacity) {
+        cpool_put(p, c->next);
+        cpool_put(p, c);
+    }
+}
+
 /* tearing the pool down is no event on its units */
 void cpool_destroy(cpool_t *p, conn_t *c)
 {
@@ -1172,7 +1183,7 @@ def test_a_caller_keeping_or_giving_up_a_unit_performs_the_calls_event(tmp_path)
     """A longer function that keeps in the resource's record what a call acquired takes it,
     and one whose last word on a unit it was handed is a call that releases it gives it
     back, both at the call; not one that takes and gives back the unit itself, that goes
-    on using it after, or that tears the resource down."""
+    on using it after, that hands over its parts too, or that tears the resource down."""
     gained, lost = _difference(tmp_path, {"pool.c": CONN_POOL}, "handed_through_calls")
     assert {(f, k, o) for f, k, _, o in gained} == {
         ("cpool_start", "ACQUIRE", "c"),

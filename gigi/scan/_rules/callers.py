@@ -9,9 +9,11 @@ Not where the function holds the unit inside it: it also takes units of the reso
 lock around its work, a lookup and then a put) before giving one back, or gives back after
 taking; a callee that moves units both ways (a state change) says neither. Not a unit it got
 by a call of its own (``ts = lookup(...); ...; release(ts)``), a list's or a lock's address
-(``&pool->head``), a status code, nor what a callee that returns nothing of its own (a lock
-taken on what it is handed) acquired. Not in a program's main, nor in a function that
-creates or tears down (``pager_close``). A thin wrapper is ``wrappers``'s; this is what a
+(``&pool->head``), a unit no one holds (``if (p->nRef == 0) unpin(p)``), a structure whose
+parts are handed over too (``zfree(mh->db); zfree(mh)``), a status code, nor what a callee
+that returns nothing of its own (a lock taken on what it is handed) acquired. Not in a
+program's main, nor in a function that creates or tears down (``pager_close``); a file's
+static helper whose every caller performs the same event is part of theirs. A thin wrapper is ``wrappers``'s; this is what a
 longer function does with its callees' units."""
 
 from __future__ import annotations
@@ -30,18 +32,18 @@ from gigi.scan._offline import (
 )
 from gigi.scan._rules._code import bare, returns_result_of, root
 from gigi.scan._rules._found import Found, Site
+from gigi.scan._rules.interface import covered_by_callers
+from gigi.scan._rules.wrappers import released_at
 
 
 def handed_through_calls(found: Found) -> Found:
     events: dict[str, dict[str, set[str]]] = {}  # function -> kind -> resources
-    released_at: dict[tuple[str, str], set[int]] = {}  # (function, resource) -> positions
+    released: dict[str, dict[str, set[int]]] = {}  # function -> resource -> positions
     for c in (c for c, ok, _ in found.sites if ok):
         events.setdefault(c.function, {}).setdefault(c.kind, set()).add(c.resource)
         callee = found.functions.get((c.file, c.function))
         if c.kind == "RELEASE" and callee:
-            released_at.setdefault((c.function, c.resource), set()).update(
-                i for i, (_, n) in enumerate(callee.params) if n and n == c.object_expr
-            )
+            released_at(released, callee, c.resource, c.line, c.object_expr)
     returns_own = {
         fn.name for fn in found.functions.values() if fn.return_type.split("|")[0].strip() != "void"
     }
@@ -74,10 +76,10 @@ def handed_through_calls(found: Found) -> Found:
                     if res in (taken if kind == "RELEASE" else given):
                         continue
                     if kind == "RELEASE":
-                        obj = _last_handed(fn, call, released_at.get((name, res), set()))
+                        obj = _last_handed(fn, call, released.get(name, {}).get(res, set()))
                         if not obj or root(obj) in got_by_call - params:
                             continue
-                        if _unheld(fn, call, obj):
+                        if _unheld(fn, call, obj) or _torn_down(fn, call, obj):
                             continue
                         why = f"its last word on {obj} is handing it to {call.callee}"
                     else:
@@ -92,7 +94,9 @@ def handed_through_calls(found: Found) -> Found:
                     c = Candidate(fn.file, fn.name, call.line, kind, res, obj, "1", "heuristic", why)
                     added.append(Site(c, True, f"verified: {why}"))
                     break
-    return replace(found, sites=(*found.sites, *added))
+    # a file's static helper whose every caller performs the same event is part of theirs
+    kept = covered_by_callers(found, added, (*found.sites, *added))
+    return replace(found, sites=(*found.sites, *kept))
 
 
 def _got_by_call(fn) -> set[str]:
@@ -150,6 +154,16 @@ def _unheld(fn, call, obj: str) -> bool:
         and any(REFERENCE.search(m.split(".")[-1]) for m in b.cond_members)
         and ZERO.search(b.cond)
         for b in fn.branches
+    )
+
+
+def _torn_down(fn, call, obj: str) -> bool:
+    """Whether FN hands CALL's callee parts of OBJ as well as OBJ itself (``zfree(mh->db);
+    zfree(mh)``): a structure torn down, a job of its own, not a unit given back."""
+    return any(
+        c.callee == call.callee and c is not call and root(a) == root(obj) and bare(a) != obj
+        for c in fn.calls
+        for a in c.args
     )
 
 

@@ -68,7 +68,7 @@ def through_wrappers(found: Found) -> Found:
             if c.kind == "ACQUIRE" and c.object_expr in {n for _, n in params}:
                 handed.setdefault(c.function, set()).add(c.resource)
             if c.kind == "RELEASE" and callee:
-                _released_at(released, callee, c.resource, c.line, c.object_expr)
+                released_at(released, callee, c.resource, c.line, c.object_expr)
             if c.kind == "USE" and callee:  # the positions of the parameters it uses
                 at = {i for i, (_, n) in enumerate(callee.params) if n and n == c.object_expr}
                 used.setdefault(c.function, {}).setdefault(c.resource, set()).update(at)
@@ -229,7 +229,7 @@ def through_wrappers(found: Found) -> Found:
                             released.setdefault(fn.name, {}).setdefault(res, set())
                         elif kind == "RELEASE":  # the parameter it hands over to be released
                             obj = handed_param(fn, call, released[name][res])
-                            _released_at(released, fn, res, call.line, obj)
+                            released_at(released, fn, res, call.line, obj)
                         elif kind == "USE":  # the parameter it hands over to be used
                             obj = _walked(fn, call, used[name][res])
                             used.setdefault(fn.name, {}).setdefault(res, set()).update(
@@ -373,7 +373,7 @@ def _walked(fn, call, at: set[int]) -> str:
     )
 
 
-def _released_at(released: dict, fn, resource: str, line: int, obj: str):
+def released_at(released: dict, fn, resource: str, line: int, obj: str):
     """Note where FN takes the object it RELEASEs of RESOURCE at LINE: the position of the
     parameter OBJ; where OBJ is not named, of the parameters the release at LINE works on
     (``sem->value++``, ``free(p)``), else of any pointer but the resource itself
