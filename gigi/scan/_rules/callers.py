@@ -12,8 +12,7 @@ by a call of its own (``ts = lookup(...); ...; release(ts)``), a list's or a loc
 (``&pool->head``), a unit no one holds (``if (p->nRef == 0) unpin(p)``), a structure whose
 parts are handed over too (``zfree(mh->db); zfree(mh)``), a status code, nor what a callee
 that returns nothing of its own (a lock taken on what it is handed) acquired. Not in a
-program's main, nor in a function that creates or tears down (``pager_close``); a file's
-static helper whose every caller performs the same event is part of theirs. A thin wrapper is ``wrappers``'s; this is what a
+program's main, nor in a function that creates or tears down (``pager_close``). A thin wrapper is ``wrappers``'s; this is what a
 longer function does with its callees' units."""
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from gigi.scan._offline import (
 )
 from gigi.scan._rules._code import bare, returns_result_of, root
 from gigi.scan._rules._found import Found, Site
-from gigi.scan._rules.interface import covered_by_callers
 from gigi.scan._rules.wrappers import released_at
 
 
@@ -94,9 +92,7 @@ def handed_through_calls(found: Found) -> Found:
                     c = Candidate(fn.file, fn.name, call.line, kind, res, obj, "1", "heuristic", why)
                     added.append(Site(c, True, f"verified: {why}"))
                     break
-    # a file's static helper whose every caller performs the same event is part of theirs
-    kept = covered_by_callers(found, added, (*found.sites, *added))
-    return replace(found, sites=(*found.sites, *kept))
+    return replace(found, sites=(*found.sites, *added))
 
 
 def _got_by_call(fn) -> set[str]:

@@ -116,21 +116,16 @@ def linked_through_calls(found: Found) -> Found:
                 if member is None or member[0] not in owner:
                     continue
                 name = member[1]
-                kind = (
-                    kind_on_free
-                    if FREE_LIST.search(name)
-                    else kind_held
-                    if HELD.search(name)
-                    else ""
-                )
+                item = root(c.args[ii]) if ii is not None and ii < len(c.args) else ""
+                free = _free(name, fn.locals.get(item, ""))
+                kind = kind_on_free if free else kind_held if HELD.search(name) else ""
                 if not kind or (fn.file, fn.name, kind) in has:
                     continue
-                item = root(c.args[ii]) if ii is not None and ii < len(c.args) else ""
                 how = (
                     f"{'links' if kind_on_free == 'RELEASE' else 'takes'} {item or 'an object'} "
                     f"{'into' if (kind_on_free == 'RELEASE') else 'off'} "
                     f"{member[0]}.{name} through {c.callee}: a list of "
-                    f"{'free units' if FREE_LIST.search(name) else 'units held'}"
+                    f"{'free units' if free else 'units held'}"
                 )
                 cand = Candidate(
                     fn.file, fn.name, c.line, kind, owner[member[0]], item, "1", "heuristic", how
@@ -159,3 +154,16 @@ def _member(fn, call, arg: str) -> tuple[str, str] | None:
         return None
     rec = record_at(fn, m.group(1), call.line)
     return (rec, m.group(1)) if rec else None
+
+
+def _free(name: str, item_type: str) -> bool:
+    """Whether a list named NAME holds free units: named so (``idle_server_list``,
+    ``conns_pool``), but not for the type of what it holds (a user's ``pool_list`` of
+    ``PgPool``s is the list of its pools, not a pool of free ones).
+
+    >>> _free("idle_server_list", "PgSocket *"), _free("pool_list", "PgPool *")
+    (True, False)
+    """
+    hits = {m.group(0).lower() for m in FREE_LIST.finditer(name)}
+    named_for = {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", item_type)}
+    return bool(hits - named_for)
