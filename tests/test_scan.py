@@ -675,6 +675,35 @@ def test_a_hold_counted_on_the_resource_handed_in_is_taken_and_given_back(tmp_pa
     assert not {k for f, k, _ in got if f == "backend_count_request"}
 
 
+QUOTA = """
+struct msg { struct msg *next; int mid; };
+/* a client's messages in flight, bounded by a quota the peer grants */
+struct msg_data { struct msg *inflight; int msg_count; int inflight_quota; int inflight_maximum; };
+struct client { struct msg_data msgs_out; int sock; };
+
+void decrement_send_quota(struct client *c)
+{
+    if (c->msgs_out.inflight_quota > 0)
+        c->msgs_out.inflight_quota--;
+}
+
+void increment_send_quota(struct client *c)
+{
+    if (c->msgs_out.inflight_quota < c->msgs_out.inflight_maximum)
+        c->msgs_out.inflight_quota++;
+}
+"""
+
+
+def test_a_quota_taken_after_a_test_that_one_is_left_is_acquired(tmp_path):
+    """A quota counts what is left: lowering it after a test that some is left takes a
+    unit, which the caller keeps though nothing is handed out; raising it gives one back."""
+    (tmp_path / "quota.c").write_text(QUOTA)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind) for c in r.verified() if c.resource == "msg_data"}
+    assert got == {("decrement_send_quota", "ACQUIRE"), ("increment_send_quota", "RELEASE")}
+
+
 GUARDED = """
 #include <pthread.h>
 #include <stdint.h>

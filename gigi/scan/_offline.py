@@ -36,8 +36,9 @@ BUFFER = re.compile(r"^[paz]?(ring|buf|buffer|data|bytes|mem)_?$", re.I)
 CAS = re.compile(r"compare_?(and_?)?(exchange|swap)|test_and_set|exchange|(^|_)cas(\d|_|$)", re.I)
 FLAG = re.compile(r"busy|in_use|inuse|used|exclusive|locked|pinned|owned|taken|held", re.I)
 LINK = re.compile(r"next|prev|link|lru_|_lru", re.I)
-# counts of what is left: lowering one takes units, raising it gives them back
-INVERSE = re.compile(r"free|avail|idle|remaining|left|recycl", re.I)
+# counts of what is left (a quota, credits, a bucket's tokens): lowering one takes units,
+# raising it gives them back
+INVERSE = re.compile(r"free|avail|idle|remaining|left|recycl|quota|credits?$|tokens?$", re.I)
 # lists of what can be handed out again: putting an object on one gives it back (a dirty
 # list or a hash chain only files it)
 FREE_LIST = re.compile(r"free|lru|avail|idle|unused|spare|recycl|pool|empty|cache", re.I)
@@ -126,6 +127,20 @@ def slots_named(fn: Function, takes: list) -> list[str]:
         if m and m.group(2) in params:
             out.append(m.group(2))
     return out
+
+
+def checked_takes(fn: Function, takes: list) -> list:
+    """The counts of TAKES moved only after a test that there is a unit to take, in the branch
+    that test opens (``if (q->quota > 0) q->quota--``): a try-take, whose unit the caller keeps
+    though nothing is handed out."""
+    return [
+        a
+        for a in takes
+        if a.op in ("+=", "-=")
+        and any(
+            (b.if_id, b.side) in set(a.path) and a.target in b.cond_members for b in fn.branches
+        )
+    ]
 
 
 def takes_units(a) -> bool:
@@ -569,6 +584,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     # resource itself where its holders count it (an address's refcount, a backend's load)
     referenced = references_taken(fn, takes, set(objects), holders_of)
     named = slots_named(fn, takes)
+    checked = checked_takes(fn, takes)
     moves = queue_moves(fn, mine, queue_heads(guess, links), holders_of)
     pops = [a for a in pops if a not in moves.pops]
     if moves.pushes:
@@ -587,6 +603,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             returns_object
             or referenced
             or named
+            or checked
             or named_for(ACQUIRE_NAME, short)
             or first_reference(fn, mine)
         )

@@ -32,6 +32,7 @@ from gigi.scan._offline import (
     SLEEPS,
     Candidate,
     bumps,
+    checked_takes,
     counted_up,
     fallbacks,
     gives_units,
@@ -229,6 +230,11 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     named = slots_named(fn, takes)
     if named and not returned and not out_param:
         return Verdict(True, f"the slot the caller names ({named[0]}) marked in use, kept by it")
+    checked = checked_takes(fn, takes)
+    if checked and not returned and not out_param:
+        return Verdict(
+            True, f"a unit taken ({checked[0].text.strip()}) after a test that one is left"
+        )
     if kept and takes and not returned and not out_param:
         return Verdict(
             True, f"lock taken ({kept[0].callee}), recorded in {takes[0].target} and kept"
