@@ -6,13 +6,13 @@ Real codebases first (tests/scan_real/*.json: Redis, nginx, libuv, memcached, ht
 PostgreSQL, pgbouncer, lighttpd, HAProxy, Unbound, mosquitto, libmicrohttpd, each fetched
 from Debian's source packages by tests/debian.py, and llama.cpp's KV cache in C++, from the
 llama-cpp-python source distribution; with function labels written from reading the code):
-the labeled files scanned offline in their whole tree, and per codebase and stage (proposed; verified) the
-labeled functions found, their kinds right, the functions with more than 3 sites, the decoys
-hit and the precision over every function of the labeled files, and the parse errors (clang's:
-a header not found). Each tree is first made to parse as its build would (``prepared``: its
-configure step, its include folders, the headers of the libraries it uses). Codebases whose
-file says "held_out": true are printed apart: no rule or threshold was tuned on them. --details
-lists what was missed, mistyped and falsely hit.
+the labeled files scanned offline in their whole tree, and per codebase and stage
+(proposed; verified) the labeled functions found, their kinds right, the functions with more
+than 3 sites, the decoys hit and the precision over every function of the labeled files, and
+the parse errors (clang's: a header not found). Each tree is first made to parse as its
+build would (``prepared``: its configure step, its include folders, the headers of the
+libraries it uses). Codebases whose file says "held_out": true are printed apart: no rule or
+threshold was tuned on them. --details lists what was missed, mistyped and falsely hit.
 
 On the labeled corpus (tests/scan_corpus) and on SQLite's page cache, pager and WAL (fetched
 from Debian's source packages by tests/sqlite/fetch.py; labels in tests/sqlite/labels.json):

@@ -24,12 +24,12 @@ import re
 from dataclasses import dataclass
 
 from gigi.scan._offline import (
-    NONZERO,
-    REFERENCE,
-    ZERO,
     BLOCKING,
     CAS,
+    NONZERO,
+    REFERENCE,
     SLEEPS,
+    ZERO,
     Candidate,
     bumps,
     checked_takes,

@@ -12,8 +12,8 @@ by a call of its own (``ts = lookup(...); ...; release(ts)``), a list's or a loc
 (``&pool->head``), a unit no one holds (``if (p->nRef == 0) unpin(p)``), a structure whose
 parts are handed over too (``zfree(mh->db); zfree(mh)``), a status code, nor what a callee
 that returns nothing of its own (a lock taken on what it is handed) acquired. Not in a
-program's main, nor in a function that creates or tears down (``pager_close``). A thin wrapper is ``wrappers``'s; this is what a
-longer function does with its callees' units."""
+program's main, nor in a function that creates or tears down (``pager_close``). A thin
+wrapper is ``wrappers``'s; this is what a longer function does with its callees' units."""
 
 from __future__ import annotations
 
@@ -89,7 +89,9 @@ def handed_through_calls(found: Found) -> Found:
                             continue
                         why = f"keeps ({obj}) what {call.callee} acquires"
                     have.add(kind)
-                    c = Candidate(fn.file, fn.name, call.line, kind, res, obj, "1", "heuristic", why)
+                    c = Candidate(
+                        fn.file, fn.name, call.line, kind, res, obj, "1", "heuristic", why
+                    )
                     added.append(Site(c, True, f"verified: {why}"))
                     break
     return replace(found, sites=(*found.sites, *added))
@@ -132,8 +134,7 @@ def _last_handed(fn, call, at: set[int]) -> str:
     # (a slot's number read after, new_head = i, touches no unit)
     scalar = obj in fn.locals and "*" not in fn.locals[obj] and "&" not in fn.locals[obj]
     if not scalar and any(
-        n > call.line and same_path(path, call.path)
-        for n, path in fn.uses_after.get(root(obj), [])
+        n > call.line and same_path(path, call.path) for n, path in fn.uses_after.get(root(obj), [])
     ):
         return ""
     return obj
