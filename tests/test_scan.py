@@ -704,6 +704,38 @@ def test_a_quota_taken_after_a_test_that_one_is_left_is_acquired(tmp_path):
     assert got == {("decrement_send_quota", "ACQUIRE"), ("increment_send_quota", "RELEASE")}
 
 
+SPARE_OR_MAKE = """
+struct conn { struct conn *next; int fd; };
+/* a server's connections: those in use, and a pool of spare ones */
+struct server { struct conn *conns_pool; struct conn *conns; int lim_conns; int max_conns; };
+extern struct conn *conn_init(struct server *srv);
+
+struct conn *server_get_conn(struct server *srv)
+{
+    struct conn *con;
+    --srv->lim_conns;
+    if (srv->conns_pool) {
+        con = srv->conns_pool;
+        srv->conns_pool = con->next;
+    } else {
+        con = conn_init(srv);
+    }
+    con->next = srv->conns;
+    return (srv->conns = con);
+}
+"""
+
+
+def test_a_spare_taken_else_one_made_waits_in_the_else(tmp_path):
+    """An if on whether the pool has a spare, whose then-branch takes it and whose
+    else-branch makes the same local anew by a call: the else is the slow way, a WAIT."""
+    (tmp_path / "server.c").write_text(SPARE_OR_MAKE)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.line) for c in r.verified() if c.resource == "server"}
+    assert ("server_get_conn", "WAIT", 14) in got, got
+    assert "ACQUIRE" in {k for f, k, _ in got if f == "server_get_conn"}, got
+
+
 GUARDED = """
 #include <pthread.h>
 #include <stdint.h>

@@ -952,7 +952,12 @@ def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
       function makes one anew and hands that out (``cl = palloc(pool, ...); return cl``).
       The call that makes it is the slow path.
 
-    Either says what the paper's WAIT is, the slow way to get a unit; a branch taken on any
+    - **a spare, else make one**: an if on whether a count or a list of the resource's has
+      one left (``if (srv->conns_pool)``), whose then-branch takes it at TAKE and whose
+      else-branch makes the same local anew by a call (``con = connection_init(srv)``): the
+      else is the slow path.
+
+    Each says what the paper's WAIT is, the slow way to get a unit; a branch taken on any
     other condition is the function's ordinary work."""
     out: list[tuple[int, str]] = []
     flat = lambda b: re.sub(r"\s+", "", b.cond)  # noqa: E731
@@ -989,6 +994,22 @@ def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
         if none_left and more and not returns and take > b.end_line:
             why = f"branch taken when none is spare ({b.cond}): makes more, around {more[0]}"
             out.append((b.line, why))
+        spare = any(
+            re.search(rf"(^|&&)({x}|{x}!={NULL}|{NULL}!={x}|{x}>0|{x}!=0)(&&|$)", flat(b))
+            for m in counts
+            for x in [rf"[\w\[\]().>*-]*(->|\.){re.escape(m)}"]
+        )
+        other = next((e for e in fn.branches if e.if_id == b.if_id and e.side == 1), None)
+        # the else gives the local the then-branch took off the resource from a call instead
+        took = {a.target for a in fn.assigns if b.line <= a.line <= b.end_line} & set(fn.locals)
+        makes = [
+            a.calls[0]
+            for a in fn.assigns
+            if other and other.line <= a.line <= other.end_line and a.target in took and a.calls
+        ]
+        if spare and b.line <= take <= b.end_line and makes:
+            why = f"branch taken when none is spare (else of {b.cond}): makes one, {makes[0]}"
+            out.append((other.line, why))
     if out:
         return out
     returned = {s for _, srcs, _ in fn.returns for s in srcs}
