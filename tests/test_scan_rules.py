@@ -1054,6 +1054,21 @@ page_t *page_find_and_copy(pcache_t *c, page_t *pg, char *out)
     return pg;
 }
 
+/* the same, replying an error to its client when there is no page: a report, no work */
+extern void reply_error(void *client, const char *msg);
+int page_read_or_reply(void *client, const char *msg, pcache_t *c, page_t *pg, char *out)
+{
+    if (pg == NULL) {
+        if (msg != NULL)
+            reply_error(client, msg);
+        else
+            reply_error(client, "no such page");
+        return -1;
+    }
+    page_copy_out(c, pg, out);
+    return 0;
+}
+
 /* handing out what its callee found: a lookup, not a use */
 char *page_copy_found(pcache_t *c, page_t *pg, char *out) { return page_copy_and_find(c, pg, out); }
 
@@ -1068,11 +1083,12 @@ void page_destroy(pcache_t *c, page_t *pg, char *out) { page_copy_out(c, pg, out
 
 def test_a_thin_wrapper_that_hands_its_parameter_to_be_used_uses_it(tmp_path):
     """A thin wrapper that hands its own parameter to a function that USEs it uses it too,
-    at the call, on that parameter; not one that returns what it was handed (a lookup),
-    a file's static helper, nor one that makes or tears down the object."""
+    at the call, on that parameter, whatever errors it replies with; not one that returns
+    what it was handed (a lookup), a file's static helper, nor one that makes or tears down
+    the object."""
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + USED_THROUGH}, "through_wrappers")
     uses = {(f, o) for f, k, _, o in gained if k == "USE"}
-    assert uses == {("page_read", "pg"), ("page_dump", "pg")}, gained
+    assert uses == {("page_read", "pg"), ("page_dump", "pg"), ("page_read_or_reply", "pg")}
     assert lost == set()
 
 

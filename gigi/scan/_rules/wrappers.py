@@ -83,12 +83,14 @@ def through_wrappers(found: Found) -> Found:
         for fn in found.functions.values():
             # the lock a wrapper may take around its call guards it (slabs_alloc), and a
             # sleep while it waits for what it hands on is no work of its own
+            reports = _reports(fn)
             work = [
                 c
                 for c in fn.calls
                 if not CHECKS.search(c.callee)
                 and not GUARDS.search(c.callee)
                 and not (SLEEPS.search(c.callee) and c.loops)
+                and c.callee not in reports
             ]
             # a longer function only hands out the object a call it returns acquired
             # (do_item_alloc returns what do_item_alloc_pull took, after setting it up): a
@@ -255,6 +257,22 @@ def through_wrappers(found: Found) -> Found:
     # a file's static helper whose every caller wraps it in turn is part of their event
     kept = covered_by_callers(found, added, (*found.sites, *added))
     return replace(found, sites=(*found.sites, *kept))
+
+
+# what a function that reports an error or a warning is named for
+REPORTED = re.compile(r"error|warn|reply|report|fail", re.I)
+
+
+def _reports(fn) -> set[str]:
+    """The callees FN reports through: named for an error or a reply, and handed a message
+    as a string literal by some call of FN's (``addReplyError(c, "not a float")``); a
+    function named for an error that is handed none does work of its own (closing what
+    failed)."""
+    return {
+        c.callee
+        for c in fn.calls
+        if REPORTED.search(c.callee) and any(a.strip().startswith('"') for a in c.args)
+    }
 
 
 def _handle_type(return_type: str) -> bool:
