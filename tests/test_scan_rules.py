@@ -1239,3 +1239,49 @@ def test_a_method_releasing_a_slot_by_its_number_is_the_callers_last_word(tmp_pa
     )
     assert {(f, k, o) for f, k, _, o in gained} == {("cell_cache::drop_from", "RELEASE", "i")}
     assert lost == set()
+
+
+IDLERS = """
+#include <pthread.h>
+typedef int status_t;
+/* workers gone idle, counted; the listener takes one, or waits for one to go idle */
+typedef struct { int idlers; pthread_mutex_t idlers_mutex; pthread_cond_t wait_for_idler; }
+    workers_t;
+
+status_t wait_for_idler(workers_t *w)
+{
+    status_t rv;
+    if (--w->idlers < 0) {
+        rv = pthread_mutex_lock(&w->idlers_mutex);
+        if (rv != 0) {
+            w->idlers++;  /* undone on the way out: no unit taken */
+            return rv;
+        }
+        while (w->idlers < 0)
+            pthread_cond_wait(&w->wait_for_idler, &w->idlers_mutex);
+        pthread_mutex_unlock(&w->idlers_mutex);
+    }
+    return 0;
+}
+
+void set_idle(workers_t *w)
+{
+    if (w->idlers++ < 0) {
+        pthread_mutex_lock(&w->idlers_mutex);
+        pthread_cond_signal(&w->wait_for_idler);
+        pthread_mutex_unlock(&w->idlers_mutex);
+    }
+}
+"""
+
+
+def test_a_count_given_back_on_an_errors_way_out_is_an_undo(tmp_path):
+    """A count a function takes and, on its way out on an error, gives back (``if (rv != 0)
+    { idlers++; return rv; }``) is taken by it, one way: the waiter takes, the worker going
+    idle gives back, and the undo is no release."""
+    got = _kept(tmp_path, {"idlers.c": IDLERS}, RULES)
+    assert {(f, k) for f, k, r, _ in got if r == "workers_t"} == {
+        ("wait_for_idler", "WAIT"),
+        ("wait_for_idler", "ACQUIRE"),
+        ("set_idle", "RELEASE"),
+    }, got

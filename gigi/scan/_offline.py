@@ -46,13 +46,30 @@ FREE_LIST = re.compile(r"free|lru|avail|idle|unused|spare|recycl|pool|empty|cach
 
 # locals that hold a status code (rc = write(log->fd, ...)): derived from the resource, yet
 # neither an object nor anything handed out
-STATUS = re.compile(r"^(rc|ret|err|errcode|status)$")
+STATUS = re.compile(r"^(rc|rv|ret|retval|err|errcode|error|status)$")
+# a type of status codes: apr_status_t, esp_err_t
+STATUS_TYPE = re.compile(r"status|(^|_)err(or)?(_t)?\b", re.I)
 
 
 def is_status(fn: Function, local: str) -> bool:
-    """Whether a local is a status code: named as one, and not a pointer (``void *ret`` is
-    what an allocator hands out)."""
-    return bool(STATUS.match(local)) and "*" not in fn.locals.get(local, "")
+    """Whether a local is a status code: named as one, or of a status type, and not a
+    pointer (``void *ret`` is what an allocator hands out)."""
+    declared = fn.locals.get(local, "")
+    named = STATUS.match(local) or STATUS_TYPE.search(declared.split("|")[0])
+    return bool(named) and "*" not in declared
+
+
+def error_exit(fn: Function, path: tuple) -> bool:
+    """Whether a place on PATH sits in a branch taken on a status code (``rv != 0``) that
+    returns: an error's way out, where the function undoes what it did before it failed
+    (``if (rv != APR_SUCCESS) { idlers++; return rv; }``)."""
+    on = set(path)
+    return any(
+        (b.if_id, b.side) in on
+        and any(is_status(fn, x) for x in b.cond_locals)
+        and any(b.line <= line <= b.end_line for line, _, _ in fn.returns)
+        for b in fn.branches
+    )
 
 
 def record_pattern(record: str) -> re.Pattern:
@@ -659,6 +676,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         obj,
     )
     effects = release_effects(fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free)
+    if takes:  # what a function that takes gives back on its way out on an error is an undo
+        effects = [e for e in effects if not error_exit(fn, e.path)]
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if not queued and effects and (named_for(RELEASE_NAME, short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import INVERSE, QUEUE, SLEEPS, Candidate
+from gigi.scan._offline import INVERSE, QUEUE, SLEEPS, Candidate, error_exit
 from gigi.scan._rules._code import found_by
 from gigi.scan._rules._found import Found, Site
 
@@ -29,7 +29,11 @@ def counts_waited_for(found: Found) -> Found:
     waited: dict[str, str] = {}  # record.member -> the move that takes a unit
     waits: list[tuple] = []  # (function, line, record.member)
     for fn in found.functions.values():
-        moves = {a.target: a.op for a in fn.assigns if a.op in OPPOSITE and "." in a.target}
+        moves = {
+            a.target: a.op
+            for a in fn.assigns
+            if a.op in OPPOSITE and "." in a.target and not _undone(fn, a)
+        }
         waiting = [lp for lp in fn.loops if any(SLEEPS.search(c) for c in lp.body_calls)] + [
             b for b in fn.branches if any(SIGNALLED.search(c) for c in b.body_calls)
         ]
@@ -68,7 +72,7 @@ def counts_waited_for(found: Found) -> Found:
             mine = [a for a in fn.assigns if a.target == m and a.op in OPPOSITE]
             if not mine or not _one_way(fn, m):
                 continue
-            a = mine[0]
+            a = next((x for x in mine if not _undone(fn, x)), mine[0])
             kind = "ACQUIRE" if a.op == take else "RELEASE"
             verb = "takes a unit of" if kind == "ACQUIRE" else "gives back a unit of"
             why = f"{verb} {m}, a count others wait on ({a.text.strip()})"
@@ -77,5 +81,14 @@ def counts_waited_for(found: Found) -> Found:
 
 
 def _one_way(fn, member: str) -> bool:
-    """Whether FN moves MEMBER one way only."""
-    return len({a.op for a in fn.assigns if a.target == member and a.op in OPPOSITE}) == 1
+    """Whether FN moves MEMBER one way only, but for an undo on its way out on an error (a
+    branch on a status code that returns it: ``if (rv != APR_SUCCESS) { idlers++; return
+    rv; }``)."""
+    moves = [a for a in fn.assigns if a.target == member and a.op in OPPOSITE]
+    kept = [a for a in moves if not _undone(fn, a)] or moves
+    return len({a.op for a in kept}) == 1
+
+
+def _undone(fn, a) -> bool:
+    """Whether assignment A undoes, on an error's way out, what FN did before it failed."""
+    return error_exit(fn, a.path)
