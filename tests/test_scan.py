@@ -736,6 +736,47 @@ def test_a_spare_taken_else_one_made_waits_in_the_else(tmp_path):
     assert "ACQUIRE" in {k for f, k, _ in got if f == "server_get_conn"}, got
 
 
+OUT_PARAM_POOL = """
+#include <stddef.h>
+struct buf { struct buf *next; char data[64]; };
+/* spare buffers, kept on a list, counted */
+struct buf_pool { struct buf *spare; int n_spare; int capacity; };
+
+/* hands a spare out through the caller's pointer */
+void buf_pool_spare_out(struct buf_pool *p, struct buf **out)
+{
+    struct buf *b = p->spare;
+    *out = NULL;
+    if (b == NULL)
+        return;
+    p->spare = b->next;
+    p->n_spare--;
+    *out = b;
+}
+
+/* relinks the caller's own list through its pointer: hands nothing out */
+void buf_list_cut(struct buf_pool *p, struct buf **head)
+{
+    struct buf *b = *head;
+    if (b != NULL) {
+        *head = b->next;
+        p->n_spare--;
+    }
+}
+"""
+
+
+def test_what_is_read_off_the_pool_and_handed_out_through_a_pointer_is_acquired(tmp_path):
+    """A unit read off the resource and stored through a pointer to a pointer the caller
+    passed is handed out, as a return would hand it; relinking the caller's own list
+    through such a pointer hands nothing out."""
+    (tmp_path / "bufs.c").write_text(OUT_PARAM_POOL)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind) for c in r.verified()}
+    assert ("buf_pool_spare_out", "ACQUIRE") in got, got
+    assert ("buf_list_cut", "ACQUIRE") not in got, got
+
+
 GUARDED = """
 #include <pthread.h>
 #include <stdint.h>

@@ -59,6 +59,26 @@ def is_status(fn: Function, local: str) -> bool:
     return bool(named) and "*" not in declared
 
 
+def _made_from(fn: Function, name: str) -> set[str]:
+    """NAME and the locals FN makes from it, however indirectly (tail = *head; tmp =
+    tail->next)."""
+    made = {name}
+    while True:
+        more = {
+            a.target for a in fn.assigns if a.target in fn.locals and set(a.sources) & made
+        } - made
+        if not more:
+            return made
+        made |= more
+
+
+def root_name(expr: str) -> str:
+    """The variable an expression starts from, past dereferences and addresses: ``* out``
+    is ``out``, ``pool -> stats`` is ``pool``."""
+    m = re.match(r"[\s&*(]*([A-Za-z_]\w*)", expr)
+    return m.group(1) if m else ""
+
+
 def error_exit(fn: Function, path: tuple) -> bool:
     """Whether a place on PATH sits in a branch taken on a status code (``rv != 0``) that
     returns: an error's way out, where the function undoes what it did before it failed
@@ -602,6 +622,23 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     referenced = references_taken(fn, takes, set(objects), holders_of)
     named = slots_named(fn, takes)
     checked = checked_takes(fn, takes)
+    # what was read off the resource, handed out through a pointer the caller passed
+    # (*recycled_pool = first_pool->pool)
+    read_off = {
+        a.target
+        for a in fn.assigns
+        if a.target in fn.locals and any(_member_of(x, mine) for x in a.sources)
+    }
+    # (an object: through a pointer to a pointer, not a number through an int *)
+    pointers = {n for t, n in fn.params if "**" in t.replace(" ", "")}
+    handed_out = any(
+        a.target.lstrip().startswith("*")
+        and root_name(a.target) in pointers
+        # not the caller's list relinked through its own pointer (*head = tail->next)
+        and not set(a.sources) & _made_from(fn, root_name(a.target))
+        and any(x in read_off or _member_of(x, mine) for x in a.sources)
+        for a in fn.assigns
+    )
     moves = queue_moves(fn, mine, queue_heads(guess, links), holders_of)
     pops = [a for a in pops if a not in moves.pops]
     if moves.pushes:
@@ -618,6 +655,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and (takes or cas or locks or pops)
         and (
             returns_object
+            or handed_out
             or referenced
             or named
             or checked
