@@ -777,6 +777,39 @@ def test_what_is_read_off_the_pool_and_handed_out_through_a_pointer_is_acquired(
     assert ("buf_list_cut", "ACQUIRE") not in got, got
 
 
+TORN_DOWN = """
+#include <stdlib.h>
+struct req;
+/* a connection: its requests, counted, and the holders that share it */
+struct connection { struct req *reqs; int n_reqs; int max_reqs; int refcount; };
+
+/* tears one connection down: frees it, no hold given back */
+void connection_free(struct connection *con)
+{
+    free(con->reqs);
+    free(con);
+}
+
+/* drops a hold, and frees it when it was the last */
+void connection_unref(struct connection *con)
+{
+    if (--con->refcount == 0)
+        free(con);
+}
+"""
+
+
+def test_freeing_the_resource_handed_in_with_no_count_lowered_is_its_teardown(tmp_path):
+    """Freeing the resource's own record the function was handed, with no count lowered,
+    tears that instance down: no RELEASE; dropping a hold first and freeing at zero is
+    one."""
+    (tmp_path / "conn.c").write_text(TORN_DOWN)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind) for c in r.verified()}
+    assert ("connection_unref", "RELEASE") in got, got
+    assert not {k for f, k in got if f == "connection_free"}, got
+
+
 GUARDED = """
 #include <pthread.h>
 #include <stdint.h>

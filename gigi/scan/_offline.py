@@ -716,6 +716,18 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     effects = release_effects(fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free)
     if takes:  # what a function that takes gives back on its way out on an error is an undo
         effects = [e for e in effects if not error_exit(fn, e.path)]
+    # freeing the resource's own record it was handed (a free of that pointer alone), with
+    # no count lowered first, is tearing that instance down (connection_free(con):
+    # free(con)), not a unit given back
+    torn = {
+        c.line
+        for c in fn.calls
+        if re.search(r"^(free|.*_free)$", c.callee)
+        and len(c.args) == 1
+        and c.args[0].strip() in holders_of
+    }
+    if torn and not any(gives_units(a) for a in fn.assigns):
+        effects = [e for e in effects if not (e.what == "freed" and e.line in torn)]
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if not queued and effects and (named_for(RELEASE_NAME, short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
