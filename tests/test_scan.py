@@ -810,6 +810,42 @@ def test_freeing_the_resource_handed_in_with_no_count_lowered_is_its_teardown(tm
     assert not {k for f, k in got if f == "connection_free"}, got
 
 
+CONST_SETTING = """
+struct item { struct item *next; int v; };
+/* a queue of items waiting, and the defaults it was given to read */
+struct item_queue {
+    struct item *first; struct item *last; int count; int max; const struct item *defaults;
+};
+
+void item_queue_push(struct item_queue *q, struct item *it)
+{
+    it->next = 0;
+    if (q->last)
+        q->last->next = it;
+    else
+        q->first = it;
+    q->last = it;
+    q->count++;
+}
+
+void item_queue_set_defaults(struct item_queue *q, const struct item *defaults)
+{
+    q->defaults = defaults;
+}
+"""
+
+
+def test_a_pointer_to_what_cannot_be_changed_lists_no_units(tmp_path):
+    """A member pointing to what cannot be changed through it (``const struct item *``) is
+    a setting read, not a list of units: storing the caller's pointer there queues no
+    work, as linking an item onto the queue's last does."""
+    (tmp_path / "queue.c").write_text(CONST_SETTING)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind) for c in r.verified()}
+    assert ("item_queue_push", "ACQUIRE") in got, got
+    assert not {k for f, k in got if f == "item_queue_set_defaults"}, got
+
+
 GUARDED = """
 #include <pthread.h>
 #include <stdint.h>

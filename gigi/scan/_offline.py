@@ -1316,12 +1316,15 @@ def links_of(guess: ResourceGuess) -> set[str]:
     """The resource's members that list its objects (free lists, slot arrays, maps), as
     ``record.member``."""
     mine = records_of(guess)
-    # an object's pointer back to the resource that owns it (page -> cache) lists nothing
+    # an object's pointer back to the resource that owns it (page -> cache) lists nothing,
+    # nor does a pointer to what cannot be changed through it (const array *tempdirs: a
+    # setting read, no list of units to link into or take off)
     return {
         f"{m.record}.{m.name}"
         for m in guess.members
         if m.element in mine
         and not (m.element == guess.name and m.record not in (guess.name, *guess.keepers))
+        and not re.match(r"\s*const\b", m.type)
     }
 
 
