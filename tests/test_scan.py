@@ -639,6 +639,12 @@ def test_a_constructor_that_hands_out_a_first_reference_acquires(tmp_path):
     assert not {k for f, k in got if f == "createSharedObjects"}
 
 
+def _verified(tmp_path, name: str, text: str) -> set[tuple[str, str]]:
+    """(function, kind) of each verified site of the scan of one file NAME holding TEXT."""
+    (tmp_path / name).write_text(text)
+    return {(c.function, c.kind) for c in scan(tmp_path, jobs=1).verified()}
+
+
 HOLDERS_COUNTED = """
 #include <stdlib.h>
 struct conn;
@@ -770,9 +776,7 @@ def test_what_is_read_off_the_pool_and_handed_out_through_a_pointer_is_acquired(
     """A unit read off the resource and stored through a pointer to a pointer the caller
     passed is handed out, as a return would hand it; relinking the caller's own list
     through such a pointer hands nothing out."""
-    (tmp_path / "bufs.c").write_text(OUT_PARAM_POOL)
-    r = scan(tmp_path, jobs=1)
-    got = {(c.function, c.kind) for c in r.verified()}
+    got = _verified(tmp_path, "bufs.c", OUT_PARAM_POOL)
     assert ("buf_pool_spare_out", "ACQUIRE") in got, got
     assert ("buf_list_cut", "ACQUIRE") not in got, got
 
@@ -803,9 +807,7 @@ def test_freeing_the_resource_handed_in_with_no_count_lowered_is_its_teardown(tm
     """Freeing the resource's own record the function was handed, with no count lowered,
     tears that instance down: no RELEASE; dropping a hold first and freeing at zero is
     one."""
-    (tmp_path / "conn.c").write_text(TORN_DOWN)
-    r = scan(tmp_path, jobs=1)
-    got = {(c.function, c.kind) for c in r.verified()}
+    got = _verified(tmp_path, "conn.c", TORN_DOWN)
     assert ("connection_unref", "RELEASE") in got, got
     assert not {k for f, k in got if f == "connection_free"}, got
 
@@ -839,9 +841,7 @@ def test_a_pointer_to_what_cannot_be_changed_lists_no_units(tmp_path):
     """A member pointing to what cannot be changed through it (``const struct item *``) is
     a setting read, not a list of units: storing the caller's pointer there queues no
     work, as linking an item onto the queue's last does."""
-    (tmp_path / "queue.c").write_text(CONST_SETTING)
-    r = scan(tmp_path, jobs=1)
-    got = {(c.function, c.kind) for c in r.verified()}
+    got = _verified(tmp_path, "queue.c", CONST_SETTING)
     assert ("item_queue_push", "ACQUIRE") in got, got
     assert not {k for f, k in got if f == "item_queue_set_defaults"}, got
 
