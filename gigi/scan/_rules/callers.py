@@ -12,8 +12,9 @@ by a call of its own (``ts = lookup(...); ...; release(ts)``), a list's or a loc
 (``&pool->head``), a unit no one holds (``if (p->nRef == 0) unpin(p)``), a structure whose
 parts are handed over too (``zfree(mh->db); zfree(mh)``), a status code, nor what a callee
 that returns nothing of its own (a lock taken on what it is handed) acquired. Not in a
-program's main, nor in a function that creates or tears down (``pager_close``). A thin
-wrapper is ``wrappers``'s; this is what a longer function does with its callees' units."""
+program's main, nor in a function that creates or tears down (``pager_close``), but for one
+that closes what its caller handed in (a connection closed is given back). A thin wrapper is
+``wrappers``'s; this is what a longer function does with its callees' units."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from gigi.scan._offline import (
     REFERENCE,
     ZERO,
     Candidate,
+    _words,
     is_status,
     lifecycle,
     records_of,
@@ -52,8 +54,13 @@ def handed_through_calls(found: Found) -> Found:
 
     added = []
     for fn in found.functions.values():
-        if fn.name == "main" or lifecycle(fn.name.split("::")[-1]):
+        if fn.name == "main":
             continue
+        short = fn.name.split("::")[-1]
+        # a function that makes or tears down the resource moves none of its units; but
+        # closing what the caller handed in (a connection) gives that unit back
+        teardown = lifecycle(short)
+        closing = "close" in _words(short)
         have = set(events.get(fn.name, {}))
         callees = [f"{c.method_of}::{c.callee}" if c.method_of else c.callee for c in fn.calls]
         taken = {r for c in callees for r in only(c, "ACQUIRE", "RELEASE")}
@@ -77,11 +84,13 @@ def handed_through_calls(found: Found) -> Found:
                         obj = _last_handed(fn, call, released.get(name, {}).get(res, set()))
                         if not obj or root(obj) in got_by_call - params:
                             continue
+                        if teardown and not (closing and obj in params):
+                            continue
                         if _unheld(fn, call, obj) or _torn_down(fn, call, obj):
                             continue
                         why = f"its last word on {obj} is handing it to {call.callee}"
                     else:
-                        if name not in returns_own:
+                        if teardown or name not in returns_own:
                             continue
                         guess = found.by_name.get(res)
                         obj = _kept(fn, call, records_of(guess) if guess else {res})
