@@ -72,11 +72,64 @@ def _made_from(fn: Function, name: str) -> set[str]:
         made |= more
 
 
-def root_name(expr: str) -> str:
-    """The variable an expression starts from, past dereferences and addresses: ``* out``
-    is ``out``, ``pool -> stats`` is ``pool``."""
-    m = re.match(r"[\s&*(]*([A-Za-z_]\w*)", expr)
+def bare(arg: str) -> str:
+    """An argument without the casts in front of it or the parentheses around it:
+    ``(void *) ptr`` and ``(void *)(ptr)`` are ``ptr``.
+
+    >>> bare("(void *)(ptr)")
+    'ptr'
+    """
+    arg = arg.strip()
+    while True:
+        m = re.match(r"\(\s*[A-Za-z_][\w\s]*\**\s*\)\s*(?=\S)", arg)
+        if not m:
+            break
+        arg = arg[m.end() :]
+    while arg.startswith("(") and arg.endswith(")"):
+        arg = arg[1:-1].strip()
+    return arg
+
+
+def root(expr: str) -> str:
+    """The variable an expression starts from: ``pool -> stats [ slot ]`` is ``pool``,
+    ``& (q)->head`` is ``q``.
+
+    >>> root("pool -> stats [ slot ]")
+    'pool'
+    """
+    m = re.match(r"[\s&*(]*([A-Za-z_]\w*)", bare(expr))
     return m.group(1) if m else ""
+
+
+def read_off_resource(fn: Function, mine: set[str]) -> set[str]:
+    """FN's locals assigned from one of the resource's members (``c = pool->free``)."""
+    return {
+        a.target
+        for a in fn.assigns
+        if a.target in fn.locals and any(_member_of(x, mine) for x in a.sources)
+    }
+
+
+def by_address(fn: Function) -> set[str]:
+    """FN's parameters that are pointers to pointers: where it hands an object out, or a
+    list head handed in by its address."""
+    return {n for t, n in fn.params if "**" in t.replace(" ", "")}
+
+
+def hands_out_by_address(fn: Function, mine: set[str]) -> bool:
+    """Whether FN stores what it read off the resource through a pointer to a pointer its
+    caller passed (``*recycled_pool = first_pool->pool``): an object handed out, as a return
+    hands it (not a number through an ``int *``, nor the caller's own list relinked through
+    its pointer, ``*head = tail->next``)."""
+    read = read_off_resource(fn, mine)
+    pointers = by_address(fn)
+    return any(
+        a.target.lstrip().startswith("*")
+        and root(a.target) in pointers
+        and not set(a.sources) & _made_from(fn, root(a.target))
+        and any(x in read or _member_of(x, mine) for x in a.sources)
+        for a in fn.assigns
+    )
 
 
 def error_exit(fn: Function, path: tuple) -> bool:
@@ -622,23 +675,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     referenced = references_taken(fn, takes, set(objects), holders_of)
     named = slots_named(fn, takes)
     checked = checked_takes(fn, takes)
-    # what was read off the resource, handed out through a pointer the caller passed
-    # (*recycled_pool = first_pool->pool)
-    read_off = {
-        a.target
-        for a in fn.assigns
-        if a.target in fn.locals and any(_member_of(x, mine) for x in a.sources)
-    }
-    # (an object: through a pointer to a pointer, not a number through an int *)
-    pointers = {n for t, n in fn.params if "**" in t.replace(" ", "")}
-    handed_out = any(
-        a.target.lstrip().startswith("*")
-        and root_name(a.target) in pointers
-        # not the caller's list relinked through its own pointer (*head = tail->next)
-        and not set(a.sources) & _made_from(fn, root_name(a.target))
-        and any(x in read_off or _member_of(x, mine) for x in a.sources)
-        for a in fn.assigns
-    )
+    handed_out = hands_out_by_address(fn, mine)
     moves = queue_moves(fn, mine, queue_heads(guess, links), holders_of)
     pops = [a for a in pops if a not in moves.pops]
     if moves.pushes:
@@ -692,13 +729,12 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and a.target_base in holders_of
         and HELD_BY.search(a.target.split(".", 1)[-1])
     ]
+    params = {n for _, n in fn.params}
     # or the slot the caller names, whose key a count drops (used.erase(i))
     dropped += [
         m.group(2)
         for a in fn.assigns
-        if gives_units(a)
-        and (m := CONTAINER_DROP.search(a.text))
-        and m.group(2) in {n for _, n in fn.params}
+        if gives_units(a) and (m := CONTAINER_DROP.search(a.text)) and m.group(2) in params
     ]
     obj = objects[-1] if objects else dropped[0] if dropped else lock_index(fn) if locking else ""
     # the parameter set as a free list's head (srv->conns_pool = con) is the one given
@@ -709,7 +745,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             for a in fn.assigns
             if a.target in free
             and a.sources == [a.text.split("=", 1)[-1].strip()]
-            and a.sources[0] in {n for _, n in fn.params}
+            and a.sources[0] in params
         ),
         obj,
     )
@@ -1083,11 +1119,7 @@ def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
         return out
     returned = {s for _, srcs, _ in fn.returns for s in srcs}
     # what was read off the resource's lists, or a list head handed in by its address
-    read_off = {
-        a.target
-        for a in fn.assigns
-        if a.target in fn.locals and any(_member_of(s, mine) for s in a.sources)
-    } | {n for t, n in fn.params if "**" in t.replace(" ", "")}
+    read_off = read_off_resource(fn, mine) | by_address(fn)
     for b in fn.branches:
         # a branch taken when what was read off the resource is there, that hands
         # something out and returns: the fast path (not one on the state of an object

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gigi.scan._offline import ResourceGuess, made_from_params
+from gigi.scan._offline import ResourceGuess, bare, made_from_params, root
 
 WRAPPER_LINES = 30  # a wrapper is short: its job is the call
 # calls that check or report, not work: a wrapper may make them beside its one call
@@ -16,35 +16,6 @@ CHECKS = re.compile(
 GUARDS = re.compile(r"mutex|spin_?(un)?lock|rwlock|(^|_)(un)?lock$", re.I)
 ERRNO = "__errno_location"  # errno, as the C library spells it
 C_SCALARS = {"void", "char", "int", "long", "short", "unsigned", "signed", "float", "double"}
-
-
-def bare(arg: str) -> str:
-    """An argument without the casts in front of it or the parentheses around it:
-    ``(void *) ptr`` and ``(void *)(ptr)`` are ``ptr``.
-
-    >>> bare("(void *)(ptr)")
-    'ptr'
-    """
-    arg = arg.strip()
-    while True:
-        m = re.match(r"\(\s*[A-Za-z_][\w\s]*\**\s*\)\s*(?=\S)", arg)
-        if not m:
-            break
-        arg = arg[m.end() :]
-    while arg.startswith("(") and arg.endswith(")"):
-        arg = arg[1:-1].strip()
-    return arg
-
-
-def root(expr: str) -> str:
-    """The variable an expression starts from: ``pool -> stats [ slot ]`` is ``pool``,
-    ``& (q)->head`` is ``q``.
-
-    >>> root("pool -> stats [ slot ]")
-    'pool'
-    """
-    m = re.match(r"[\s&*(]*([A-Za-z_]\w*)", bare(expr))
-    return m.group(1) if m else ""
 
 
 def unconditional(fn, call) -> bool:
@@ -101,6 +72,20 @@ def handed_param(fn, call, at: set[int]) -> str:
     params = {n for _, n in fn.params if n}
     args = [_looked_up(bare(a)) for a in call.args]
     return next((args[i] for i in sorted(at) if i < len(args) and args[i] in params), "")
+
+
+def handed_unit(fn, call, at: set[int]) -> str:
+    """The unit CALL hands over at one of the positions AT (a loop's turn, or a parameter
+    handed on to be used): an argument made from one of FN's locals or parameters
+    (``server``, ``got[i]``), or ''."""
+    return next(
+        (
+            bare(call.args[i])
+            for i in sorted(at)
+            if i < len(call.args) and root(call.args[i]) in fn.locals
+        ),
+        "",
+    )
 
 
 def _looked_up(arg: str) -> str:

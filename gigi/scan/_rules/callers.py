@@ -31,7 +31,7 @@ from gigi.scan._offline import (
     records_of,
     same_path,
 )
-from gigi.scan._rules._code import bare, returns_result_of, root
+from gigi.scan._rules._code import bare, handed_unit, returns_result_of, root
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._rules.wrappers import released_at
 
@@ -62,15 +62,14 @@ def handed_through_calls(found: Found) -> Found:
         teardown = lifecycle(short)
         closing = "close" in _words(short)
         have = set(events.get(fn.name, {}))
-        callees = [f"{c.method_of}::{c.callee}" if c.method_of else c.callee for c in fn.calls]
+        callees = [_named(c) for c in fn.calls]
         taken = {r for c in callees for r in only(c, "ACQUIRE", "RELEASE")}
         taken |= events.get(fn.name, {}).get("ACQUIRE", set())
         given = {r for c in callees for r in only(c, "RELEASE", "ACQUIRE")}
         params = {n for _, n in fn.params}
         got_by_call = _got_by_call(fn)
         for call in fn.calls:
-            # a method by its class, where the parse knows it (cells.rm(i))
-            name = f"{call.method_of}::{call.callee}" if call.method_of else call.callee
+            name = _named(call)
             got = events.get(name)
             if not got or call.indirect or name == fn.name:
                 continue
@@ -106,6 +105,12 @@ def handed_through_calls(found: Found) -> Found:
     return replace(found, sites=(*found.sites, *added))
 
 
+def _named(call) -> str:
+    """The function CALL calls: a method by its class, where the parse knows it (``cells.rm(i)``
+    is ``llama_kv_cells::rm``), else its own name."""
+    return f"{call.method_of}::{call.callee}" if call.method_of else call.callee
+
+
 def _got_by_call(fn) -> set[str]:
     """The locals FN got by a call of its own: assigned its result (through a function
     pointer too: ``p = cfg.xFetch(...)``), or handed to it by address to be filled in
@@ -130,14 +135,7 @@ def _last_handed(fn, call, at: set[int]) -> str:
     """The unit CALL is handed at one of the positions AT, where it is one of FN's own (a
     parameter or a local, not a list's or a lock's address) and FN touches it no more on
     any path the call is on (a slot's number it may go on reading)."""
-    obj = next(
-        (
-            bare(call.args[i])
-            for i in sorted(at)
-            if i < len(call.args) and root(call.args[i]) in fn.locals
-        ),
-        "",
-    )
+    obj = handed_unit(fn, call, at)
     if not obj or obj.startswith("&"):
         return ""
     # (a slot's number read after, new_head = i, touches no unit)

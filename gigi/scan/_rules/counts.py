@@ -32,7 +32,7 @@ def counts_waited_for(found: Found) -> Found:
         moves = {
             a.target: a.op
             for a in fn.assigns
-            if a.op in OPPOSITE and "." in a.target and not _undone(fn, a)
+            if a.op in OPPOSITE and "." in a.target and not error_exit(fn, a.path)
         }
         waiting = [lp for lp in fn.loops if any(SLEEPS.search(c) for c in lp.body_calls)] + [
             b for b in fn.branches if any(SIGNALLED.search(c) for c in b.body_calls)
@@ -72,7 +72,7 @@ def counts_waited_for(found: Found) -> Found:
             mine = [a for a in fn.assigns if a.target == m and a.op in OPPOSITE]
             if not mine or not _one_way(fn, m):
                 continue
-            a = next((x for x in mine if not _undone(fn, x)), mine[0])
+            a = next((x for x in mine if not error_exit(fn, x.path)), mine[0])
             kind = "ACQUIRE" if a.op == take else "RELEASE"
             verb = "takes a unit of" if kind == "ACQUIRE" else "gives back a unit of"
             why = f"{verb} {m}, a count others wait on ({a.text.strip()})"
@@ -85,10 +85,5 @@ def _one_way(fn, member: str) -> bool:
     branch on a status code that returns it: ``if (rv != APR_SUCCESS) { idlers++; return
     rv; }``)."""
     moves = [a for a in fn.assigns if a.target == member and a.op in OPPOSITE]
-    kept = [a for a in moves if not _undone(fn, a)] or moves
+    kept = [a for a in moves if not error_exit(fn, a.path)] or moves
     return len({a.op for a in kept}) == 1
-
-
-def _undone(fn, a) -> bool:
-    """Whether assignment A undoes, on an error's way out, what FN did before it failed."""
-    return error_exit(fn, a.path)

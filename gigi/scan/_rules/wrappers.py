@@ -36,6 +36,7 @@ from gigi.scan._rules._code import (
     bare,
     from_params,
     handed_param,
+    handed_unit,
     returns_result_of,
     root,
     stores_result_of,
@@ -176,7 +177,7 @@ def through_wrappers(found: Found) -> Found:
                         # (not one that hands out an object of the resource, or what the
                         # call found: a lookup; nor one that makes or tears down what it
                         # hands over)
-                        objs = {_walked(fn, call, used[name][r]) for r in resources} & params
+                        objs = {handed_unit(fn, call, used[name][r]) for r in resources} & params
                         fits = (
                             bool(objs)
                             and unconditional(fn, call)
@@ -227,13 +228,13 @@ def through_wrappers(found: Found) -> Found:
                         new.setdefault(fn.name, {}).setdefault(kind, set()).add(res)
                         obj = ""
                         if kind == "RELEASE" and looped:  # the unit of this turn
-                            obj = _walked(fn, call, released[name][res])
+                            obj = handed_unit(fn, call, released[name][res])
                             released.setdefault(fn.name, {}).setdefault(res, set())
                         elif kind == "RELEASE":  # the parameter it hands over to be released
                             obj = handed_param(fn, call, released[name][res])
                             released_at(released, fn, res, call.line, obj)
                         elif kind == "USE":  # the parameter it hands over to be used
-                            obj = _walked(fn, call, used[name][res])
+                            obj = handed_unit(fn, call, used[name][res])
                             used.setdefault(fn.name, {}).setdefault(res, set()).update(
                                 i for i, (_, n) in enumerate(fn.params) if n == obj
                             )
@@ -374,21 +375,7 @@ def _gives_back_in_loop(fn, call, at: set[int], events: dict, resource: str) -> 
     busy = [c for c in loop.body_calls if not CHECKS.search(c) and not GUARDS.search(c)]
     if len(set(busy)) > 3:
         return False  # the loop does work of its own
-    return bool(_walked(fn, call, at))
-
-
-def _walked(fn, call, at: set[int]) -> str:
-    """The unit CALL hands over at one of the positions AT (a loop's turn, or a parameter
-    handed on to be used): an argument made from one of FN's locals or parameters
-    (``server``, ``got[i]``), or ''."""
-    return next(
-        (
-            bare(call.args[i])
-            for i in sorted(at)
-            if i < len(call.args) and root(call.args[i]) in fn.locals
-        ),
-        "",
-    )
+    return bool(handed_unit(fn, call, at))
 
 
 def released_at(released: dict, fn, resource: str, line: int, obj: str):
