@@ -20,28 +20,6 @@ from gigi.schema import SITES, normalize_batch
 CORPUS = Path(__file__).parent / "scan_corpus"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def clang_headers():
-    """clang's own builtin headers: the C compiler's (gcc's) stdatomic.h is not clang's.
-    Installed from Debian's packages when missing and this test may (root, apt)."""
-    import glob
-    import os
-    import shutil
-    import subprocess
-
-    if (
-        not glob.glob("/usr/lib/llvm-*/lib/clang/*/include/stdatomic.h")
-        and shutil.which("apt-get")
-        and os.geteuid() == 0
-    ):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = ["apt-get", "install", "-y", "-qq", "libclang-common-16-dev"]
-        if subprocess.run(install, capture_output=True, env=env).returncode != 0:
-            subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
-            subprocess.run(install, capture_output=True, env=env)
-        builtin_include_dir.cache_clear()
-
-
 @pytest.fixture(scope="module")
 def offline():
     return scan(CORPUS, jobs=2)

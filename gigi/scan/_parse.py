@@ -191,10 +191,24 @@ COMMENTS = ["-fparse-all-comments"]
 
 def default_flags(language: str) -> list[str]:
     flags = ["-x", language, "-std=gnu11" if language == "c" else "-std=gnu++17", *COMMENTS]
+    return flags + builtin_flags()
+
+
+# headers of gigi's own, searched before a C compiler's that is not clang: its stdatomic.h
+OWN_HEADERS = Path(__file__).parent / "include"
+
+
+@functools.cache
+def builtin_flags() -> list[str]:
+    """Where the builtin headers are searched: clang's own folder; or, without one, the C
+    compiler's behind gigi's stdatomic.h (GCC's maps atomic operations onto builtins that
+    clang refuses on ``_Atomic`` objects)."""
     inc = builtin_include_dir()
-    if inc:
-        flags += ["-isystem", inc]
-    return flags
+    if inc is None:
+        return ["-isystem", str(OWN_HEADERS)]
+    if Path(inc, "__stddef_max_align_t.h").exists():  # clang's own
+        return ["-isystem", inc]
+    return ["-isystem", str(OWN_HEADERS), "-isystem", inc]
 
 
 def compile_flags(
@@ -237,8 +251,7 @@ def compile_flags(
         if a.startswith("-W") and not a.startswith("-Wp,"):
             continue
         keep.append(a)
-    inc = builtin_include_dir()
-    return keep + COMMENTS + extra + (["-isystem", inc] if inc else [])
+    return keep + COMMENTS + extra + builtin_flags()
 
 
 @functools.lru_cache(maxsize=8)
