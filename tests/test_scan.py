@@ -407,6 +407,18 @@ void count_hit(void) {
     hits++;
     pthread_mutex_unlock(&stats_lock);
 }
+
+/* a record's own lock, through a macro that checks the call and panics when it fails */
+void panic(const char *msg);
+#define LOCK_CHECKED(m) do { if (pthread_mutex_lock(m)) { panic("lock"); } } while (0)
+#define UNLOCK_CHECKED(m) do { if (pthread_mutex_unlock(m)) { panic("unlock"); } } while (0)
+struct daemon { pthread_mutex_t per_ip_mutex; int per_ip_count; };
+void ip_count_lock(struct daemon *d) { LOCK_CHECKED(&d->per_ip_mutex); }
+void ip_count_unlock(struct daemon *d) { UNLOCK_CHECKED(&d->per_ip_mutex); }
+void ip_count_add(struct daemon *d) { ip_count_lock(d); d->per_ip_count++; ip_count_unlock(d); }
+/* a record that is nothing but its lock guards nothing */
+struct only_lock { pthread_mutex_t m; };
+void only_lock_take(struct only_lock *w) { pthread_mutex_lock(&w->m); }
 """
 
 
@@ -419,7 +431,7 @@ def _sites_by(tmp_path, name: str, text: str, why: str):
 
 
 def test_a_lock_api_hands_out_its_lock(tmp_path):
-    r, got = _sites_by(tmp_path, "locks.c", LOCK_API, r"^its job is (pthread|sem)_")
+    r, got = _sites_by(tmp_path, "locks.c", LOCK_API, r"^its job is (pthread|sem)_\w+ on \w+$")
     assert got == {
         ("my_mutex_lock", "ACQUIRE", "pthread_mutex_t"),
         ("my_mutex_unlock", "RELEASE", "pthread_mutex_t"),
@@ -429,8 +441,85 @@ def test_a_lock_api_hands_out_its_lock(tmp_path):
         ("stats_lock_take", "ACQUIRE", "stats_lock"),
         ("stats_lock_give", "RELEASE", "stats_lock"),
     }
+    _, got = _sites_by(tmp_path, "locks.c", LOCK_API, r"on \w+\.\w+$")
+    assert got == {
+        ("ip_count_lock", "ACQUIRE", "daemon.per_ip_mutex"),
+        ("ip_count_unlock", "RELEASE", "daemon.per_ip_mutex"),
+    }
     sharing = {g.name: g.sharing for g in r.resources}
     assert sharing["pthread_mutex_t"] == "exclusive" and sharing["sem_t"] == "pool"
+
+
+REGION = """
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+/* a bump arena: blocks carved from one region, from the front or from the far end */
+struct region { uint8_t *memory; size_t size; size_t pos; size_t end; };
+
+void *region_carve(struct region *r, size_t n, int from_end) {
+    void *ret;
+    if (n > r->end - r->pos)
+        return NULL;
+    if (from_end) {
+        ret = &r->memory[r->end - n];
+        r->end -= n;
+    } else {
+        ret = &r->memory[r->pos];
+        r->pos += n;
+    }
+    return ret;
+}
+void *region_rewind(struct region *r, size_t keep) {
+    memmove(r->memory, r->memory + r->pos - keep, keep);
+    r->pos = keep;
+    r->end = r->size;
+    return r->memory;
+}
+/* not an arena: a sequence number moved on and handed out is an id, not bytes */
+struct session { uint8_t *outbuf; uint16_t last_id; };
+uint16_t session_next_id(struct session *s) {
+    s->last_id++;
+    return s->last_id;
+}
+/* a reference count spelt out, and an object torn down when its last holder lets go */
+#include <pthread.h>
+struct header { struct header *next; char *value; };
+struct reply { struct header *first_header; pthread_mutex_t mutex; int reference_count; };
+void reply_hold(struct reply *r) {
+    pthread_mutex_lock(&r->mutex);
+    r->reference_count++;
+    pthread_mutex_unlock(&r->mutex);
+}
+void reply_destroy(struct reply *r) {
+    pthread_mutex_lock(&r->mutex);
+    if (--r->reference_count != 0) {
+        pthread_mutex_unlock(&r->mutex);
+        return;
+    }
+    pthread_mutex_unlock(&r->mutex);
+    pthread_mutex_destroy(&r->mutex);
+    while (r->first_header) {
+        struct header *h = r->first_header;
+        r->first_header = h->next;
+        free(h);
+    }
+    free(r);
+}
+"""
+
+
+def test_an_arena_is_found_by_what_carving_does(tmp_path):
+    r, got = _sites_by(tmp_path, "region.c", REGION, r"")
+    assert got == {
+        ("region_carve", "ACQUIRE", "region"),
+        ("region_rewind", "RELEASE", "region"),
+        ("reply_hold", "ACQUIRE", "reply"),
+        ("reply_destroy", "RELEASE", "reply"),
+    }
+    arena = next(g for g in r.resources if g.name == "region")
+    assert (arena.unit, arena.positions) == ("bytes", ["region.end", "region.pos"])
+    assert "session" not in {g.name for g in r.resources}
 
 
 ALLOCATOR = """

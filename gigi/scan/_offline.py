@@ -161,7 +161,7 @@ def _counted(a) -> str | None:
 
 # counts of an object's holders: references, pins, users, the requests a backend serves
 REFERENCE = re.compile(r"ref|pin|hold|users|(^|_)load$", re.I)
-REFCOUNT = re.compile(r"^n?refs?$|ref_?(c(ou)?nt|s)$|refcount|^pin_?c(ou)?nt$", re.I)
+REFCOUNT = re.compile(r"^n?refs?$|ref(erence)?_?(c(ou)?nt|s)$|refcount|^pin_?c(ou)?nt$", re.I)
 
 
 # a condition that a count is now zero (== 0, !n, < 1), or was one before it was lowered
@@ -353,6 +353,9 @@ class ResourceGuess:
     # a log counted by one member (its end position): the path to it from the record the
     # resource is named after (``hdr.mxFrame`` of Wal); its changes are the log's events
     level: str = ""
+    # an arena's positions, which handing out bytes moves past them (MemoryPool.pos, .end):
+    # set back to a value not read from them, they give every block past it back at once
+    positions: list[str] = field(default_factory=list)
     # records that keep a free list of its objects, though not its objects' owner
     # (``ngx_cycle_s.free_connections`` of ngx_connection_s): of them, that list and its
     # count are among its members, and nothing else
@@ -429,19 +432,21 @@ def pops_of(fn: Function, guess: ResourceGuess) -> list:
 
 def bumps(fn: Function, mine: set[str]) -> list:
     """Allocations from an arena: a position the resource keeps moved past what the function
-    hands out (``m = p->d.last; p->d.last = m + size; return m``)."""
+    hands out, which was read from it (``m = p->d.last; p->d.last = m + size; return m``;
+    ``ret = &pool->memory[pool->pos]; pool->pos += n``; from the far end, ``end -= n``)."""
     read = {}  # local -> what it was read from
     for a in fn.assigns:
         if "." not in a.target:
             read.setdefault(a.target, set()).update(a.sources)
+    if "*" not in fn.return_type:
+        return []  # an arena hands out addresses, not a count or an id it moved on
     returned = {s for _, srcs, _ in fn.returns for s in srcs}
     out = []
     for a in fn.assigns:
         if not _member_of(a.target, mine):
             continue
-        moved = a.op == "+=" or a.op == "=" and "+" in a.text.split("=", 1)[-1]
-        local = [x for x in a.sources if x in fn.locals] or list(returned & set(read))
-        if moved and any(x in returned and a.target in read.get(x, ()) for x in local):
+        moved = a.op in ("+=", "-=") or a.op == "=" and "+" in a.text.split("=", 1)[-1]
+        if moved and any(a.target in read.get(x, ()) for x in returned):
             out.append(a)
     return out
 
@@ -631,7 +636,17 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     short = fn.name.split("::")[-1]
     # a C++ constructor or destructor (llama_kv_cache::llama_kv_cache, ::~llama_kv_cache)
     structor = "::" in fn.name and short.lstrip("~") == fn.name.split("::")[-2]
-    if (lifecycle(short) or structor) and not first_reference(fn, mine):
+    holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
+    # the count of the resource's own holders lowered on the instance handed in: dropping a
+    # reference, though the function is named for tearing it down (a response destroyed
+    # when its last holder lets go)
+    lets_go = any(
+        gives_units(a)
+        and a.target_base in holders_of
+        and HELD_BY.search(a.target.split(".", 1)[-1])
+        for a in fn.assigns
+    )
+    if (lifecycle(short) or structor) and not first_reference(fn, mine) and not lets_go:
         return out  # creating or tearing down the resource itself moves none of its units
     links = links_of(guess)
     free = free_heads(guess, links)
@@ -658,7 +673,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and sets_held(a.target)
     ]
     cas = [c for c in fn.calls if CAS.search(c.callee)]
-    pops = pops_of(fn, guess) + bumps(fn, mine)
+    carved = bumps(fn, mine)  # what it returns was read from the position it moved
+    pops = pops_of(fn, guess) + carved
     # a member handed out is an object when it points to one (not a count or a mode)
     pointing = {f"{m.record}.{m.name}" for m in guess.members if m.element or "*" in m.type}
     returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(
@@ -669,7 +685,6 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     objects = [
         n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine - {resource})
     ]
-    holders_of = {n for t, n in fn.params if record_pattern(resource).search(t)}
     # a reference taken on an object the caller handed in: one of the resource's, or the
     # resource itself where its holders count it (an address's refcount, a backend's load)
     referenced = references_taken(fn, takes, set(objects), holders_of)
@@ -692,6 +707,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and (takes or cas or locks or pops)
         and (
             returns_object
+            or carved
             or handed_out
             or referenced
             or named
@@ -765,6 +781,10 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     if torn and not any(gives_units(a) for a in fn.assigns):
         effects = [e for e in effects if not (e.what == "freed" and e.line in torn)]
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
+    if guess.positions and not queued:
+        # the blocks past the position are given back, not the arena, which lives on
+        for a in set_back(fn, guess.positions)[-1:]:
+            cand("RELEASE", a.line, f"sets the arena's position ({a.target}) back")
     if not queued and effects and (named_for(RELEASE_NAME, short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
         # lowers p->nRef on every call and unpins only at zero; the release is the lowering,
@@ -1435,6 +1455,72 @@ def _path_of(fn: Function, a, records: set[str], by_record: dict) -> tuple[str, 
     if current != record:
         return None
     return owner, ".".join([*parts[1:], member])
+
+
+# a pointer to raw bytes: what an arena carves its blocks from
+BYTES = re.compile(
+    r"^(const\s+)?((un)?signed\s+)?(char|u?int8_t|u_?char|byte|std::byte|void)\s*\*$", re.I
+)
+
+
+def arenas(
+    functions: list[Function], members: list[Member], resources: list
+) -> list[ResourceGuess]:
+    """Records that are arenas by what a function does with them: it hands out an address in
+    their bytes and moves a position past it (``ret = &pool->memory[pool->pos]; pool->pos +=
+    n; return ret``, or ``m = p->last; p->last = m + n; return m``). Whatever a record is
+    named or declared, carving blocks out of its memory is handing out units of it."""
+    by_record = members_by_record(members)
+    known = {g.name: g for g in resources}
+    found: dict[str, tuple[Function, str]] = {}
+    positions: dict[str, set[str]] = {}
+    for fn in functions:
+        short = fn.name.split("::")[-1]
+        if lifecycle(short):
+            continue
+        for rec, ms in by_record.items():
+            byte_members = {f"{rec}.{m.name}" for m in ms if BYTES.match(m.type.strip())}
+            if not byte_members or not any(a.target.startswith(rec + ".") for a in fn.assigns):
+                continue
+            returned = {s for _, srcs, _ in fn.returns for s in srcs}
+            read = {}
+            for a in fn.assigns:
+                if "." not in a.target:
+                    read.setdefault(a.target, set()).update(a.sources)
+            handed = set().union(*(read.get(x, set()) for x in returned), returned)
+            moved = [
+                a for a in bumps(fn, {rec}) if handed & byte_members or a.target in byte_members
+            ]
+            if moved:
+                found.setdefault(rec, (fn, moved[0].target))
+                positions.setdefault(rec, set()).update(a.target for a in moved)
+    out = []
+    for rec, (fn, position) in sorted(found.items()):
+        if rec in known:
+            known[rec].positions = sorted(positions[rec])
+            continue
+        why = f"an arena: {fn.name} hands out its bytes and moves {position} past them"
+        g = ResourceGuess(rec, fn.file, fn.line, "pool", "bytes", [], 1.0, [why])
+        g.members, g.positions = list(by_record.get(rec, [])), sorted(positions[rec])
+        out.append(g)
+    return out
+
+
+def set_back(fn: Function, positions: list[str]) -> list:
+    """Assignments that set an arena's position to a value not read from it (``pool->pos =
+    new_size``, ``p->d.last = (u_char *) p + sizeof(*p)``): every block past it given back."""
+    read = {}
+    for a in fn.assigns:
+        if "." not in a.target:
+            read.setdefault(a.target, set()).update(a.sources)
+    out = []
+    for a in fn.assigns:
+        if a.op != "=" or a.target not in positions:
+            continue
+        derived = set(a.sources).union(*(read.get(x, set()) for x in a.sources))
+        if a.target not in derived:
+            out.append(a)
+    return out
 
 
 def counted_up(fn: Function, local: str) -> bool:

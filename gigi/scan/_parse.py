@@ -82,6 +82,9 @@ class Call:
     path: tuple = ()  # the if-branches it sits in: ((if id, 0 then / 1 else), ...)
     indirect: bool = False  # through a function pointer: the callee is not known
     method_of: str = ""  # the class whose method it calls (C++), "" for a plain function
+    # a lock macro of the code's own read as one call: the calls it expanded to
+    # (``MHD_mutex_lock_chk_``: pthread_mutex_lock, a panic when it fails)
+    expands: tuple[str, ...] = ()
 
 
 @dataclass
@@ -733,12 +736,32 @@ class _Body:
             )
         )
 
+    def once(self, loop, cond) -> bool:
+        """Whether a do-loop's condition is a literal false (``while (0)``)."""
+        K = self.K
+        while cond.kind in (K.PAREN_EXPR, K.UNEXPOSED_EXPR, K.CXX_BOOL_LITERAL_EXPR) and list(
+            cond.get_children()
+        ):
+            cond = next(iter(cond.get_children()))
+        if cond.kind not in (K.INTEGER_LITERAL, K.CXX_BOOL_LITERAL_EXPR):
+            return False
+        text = _text(cond).strip()
+        line = loop.extent.start.line
+        written = 0 < line <= len(self.lines) and LOOP_WORD.search(self.lines[line - 1])
+        return text in ("0", "false") or not written
+
     def loop(self, c, loops: int) -> None:
         K = self.K
         kids = list(c.get_children())
         body = kids[-1] if kids else None
         if c.kind == K.DO_STMT:
             body, cond_nodes = (kids[0] if kids else None), kids[1:]
+            # do { ... } while (0): a macro's statement, run once, no loop; its tokens are
+            # the macro's use where a macro spelt it, so a literal there is taken for 0
+            if len(cond_nodes) == 1 and self.once(c, cond_nodes[0]):
+                if body is not None:
+                    self.visit(body, loops)
+                return
         else:
             cond_nodes = kids[:-1]
         cond_members = []
@@ -1153,7 +1176,8 @@ def _lock_macros(fn: Function, lines: list[str]) -> None:
             if lp.line <= line <= lp.end_line and (lp.line != line or _loop_written(lines, lp))
         )
         first = min(calls, key=lambda c: len(c.path))
-        spelt[line] = Call(name, line, real, "", args, first.path, False)
+        expands = tuple(dict.fromkeys(c.callee for c in calls))
+        spelt[line] = Call(name, line, real, "", args, first.path, False, expands=expands)
     kept = []
     for c in fn.calls:
         if c.line not in spelt:

@@ -11,6 +11,7 @@ from gigi.scan._offline import (
     REFCOUNT,
     Candidate,
     ResourceGuess,
+    arenas,
     gives_units,
     list_elements,
     log_levels,
@@ -89,11 +90,12 @@ def recall(
     members: list[Member],
 ) -> tuple[list[ResourceGuess], list[Candidate]]:
     """The resources RECALLER proposes and the events it proposes in the functions that work
-    on them, with the logs counted by their end position, which a code pattern shows whatever
-    proposed the records."""
+    on them, with the arenas and the logs counted by their end position, which a code
+    pattern shows whatever proposed the records."""
     list_elements(functions.values(), members)
     through_calls(list(functions.values()), {r.name for r in records})
     guesses = recaller.resources(records, members)
+    guesses += arenas(list(functions.values()), members, guesses)
     names = {g.name: g for g in guesses}
     own = owners(guesses)
     declared = {g.name: g.file for g in guesses}

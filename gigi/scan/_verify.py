@@ -31,6 +31,7 @@ from gigi.scan._offline import (
     SLEEPS,
     ZERO,
     Candidate,
+    Effect,
     bumps,
     checked_takes,
     counted_up,
@@ -44,6 +45,7 @@ from gigi.scan._offline import (
     references_taken,
     release_effects,
     same_path,
+    set_back,
     sets_held,
     slots_named,
     slow_branches,
@@ -71,12 +73,14 @@ def verify(
     level: str = "",
     free: set[str] = frozenset(),
     queues: set[str] = frozenset(),
+    positions: list[str] = (),
 ) -> Verdict:
     """``mine``: the resource's records (its own and its objects'); ``links``: its members
     that list objects (free lists, slot arrays, maps), as ``record.member``; ``level``: for a
     log counted by its end position, the path to that member; ``free``: the links that hold
     units no one has (``gigi.scan._offline.free_heads``); ``queues``: the links that queue
-    work (``queue_heads``)."""
+    work (``queue_heads``); ``positions``: for an arena, the positions handing out bytes
+    moves."""
     if fn is None:
         return Verdict(False, f"no function {c.function} in {c.file}")
     if not fn.line <= c.line <= fn.end_line:
@@ -96,7 +100,7 @@ def verify(
             how = "work linked into" if c.kind == "ACQUIRE" else "work taken off"
             return Verdict(True, f"{how} the queue {a.target} (line {a.line})")
     if c.kind == "RELEASE":
-        return _release(c, fn, mine, links, free)
+        return _release(c, fn, mine, links, free, positions)
     if c.kind == "WAIT":
         return _wait(c, fn, mine, links, free)
     check = {"ACQUIRE": _acquire, "USE": _use}.get(c.kind)
@@ -341,10 +345,18 @@ def _branch_wait(
 
 
 def _release(
-    c: Candidate, fn: Function, mine: set[str], links: set[str], free: set[str] = frozenset()
+    c: Candidate,
+    fn: Function,
+    mine: set[str],
+    links: set[str],
+    free: set[str] = frozenset(),
+    positions: list[str] = (),
 ) -> Verdict:
     obj = c.object_expr if c.object_expr in fn.locals else ""
     effects = release_effects(fn, mine, links, obj, free=free)
+    effects += [
+        Effect(a.line, a.path, "the arena's position set back") for a in set_back(fn, positions)
+    ]
     if not effects:
         return Verdict(False, "no release effect: nothing lowered, cleared, put back or freed")
     last = max(effects, key=lambda e: e.line)

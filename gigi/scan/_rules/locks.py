@@ -50,27 +50,35 @@ LOCK_PRIMITIVES = {
 def lock_apis(found: Found) -> Found:
     guesses: dict[str, ResourceGuess] = {}
     out = []
+    # the members each record's functions touch: a lock that is a record's member guards
+    # what else of it they touch, and a record that is nothing but its lock guards nothing
+    touched: dict[str, set[str]] = {}
+    for fn in found.functions.values():
+        for a in fn.accesses:
+            touched.setdefault(a.record, set()).add(a.member)
     for fn in found.functions.values():
         work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
         if fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
             continue
-        prims = [c for c in work if c.callee in LOCK_PRIMITIVES]
+        prims = [c for c in work if _primitive(c)]
         if len(prims) != 1 or not unconditional(fn, prims[0]):
             continue
         if prims[0].loops and not _retries_on_interrupt(fn, prims[0]):
             continue
         call = prims[0]
+        primitive = _primitive(call)
         lock = _lock_name(fn, call.args[0] if call.args else "")
-        if not lock:
+        record, _, member = lock.partition(".")
+        if not lock or member and not touched.get(record, set()) - {member}:
             continue
         if lock not in found.by_name and lock not in guesses:
-            sharing = "shared" if "rwlock" in call.callee else "exclusive"
-            if call.callee.startswith("sem_"):
+            sharing = "shared" if "rwlock" in primitive else "exclusive"
+            if primitive.startswith("sem_"):
                 sharing = "pool"
             guesses[lock] = found_by(
                 lock, fn, sharing, "", f"handed out by {fn.name} through {call.callee}"
             )
-        for kind in LOCK_PRIMITIVES[call.callee]:
+        for kind in LOCK_PRIMITIVES[primitive]:
             why = f"its job is {call.callee} on {lock}"
             c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
             out.append(Site(c, True, f"verified: {why}"))
@@ -82,6 +90,15 @@ def lock_apis(found: Found) -> Found:
     )
 
 
+def _primitive(call) -> str:
+    """The platform lock call CALL is: itself, or the one a lock macro of the code's own
+    expanded to (a lock, checked, with a panic when it fails); "" for any other call."""
+    if call.callee in LOCK_PRIMITIVES:
+        return call.callee
+    prims = [c for c in call.expands if c in LOCK_PRIMITIVES]
+    return prims[0] if len(prims) == 1 else ""
+
+
 def _retries_on_interrupt(fn, call) -> bool:
     """Whether the loops around CALL only retry it when a signal interrupted it
     (``do r = sem_wait(sem); while (r == -1 && errno == EINTR)``): no wait of its own."""
@@ -91,14 +108,29 @@ def _retries_on_interrupt(fn, call) -> bool:
 
 def _lock_name(fn, arg: str) -> str:
     """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
-    or a global's name (``&slabs_lock``); "" for anything else (a member, an expression)."""
+    a global's name (``&slabs_lock``), or the member of a record handed in
+    (``&daemon->per_ip_mutex``: MHD_Daemon.per_ip_mutex); "" for anything else (a local,
+    an expression)."""
     name = bare(arg).lstrip("&").strip()
     name = re.sub(r"\s*\[.*\]$", "", name)  # one of a table of locks: item_locks[hv & mask]
+    member = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)", name)
+    if member:
+        record = _param_type(fn, member.group(1))
+        return f"{record}.{member.group(2)}" if record else ""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return ""
+    if any(pname == name for _, pname in fn.params):
+        return _param_type(fn, name)
+    return "" if name in fn.locals else name
+
+
+def _param_type(fn, name: str) -> str:
+    """The type parameter NAME points to, bare; "" for a scalar or a ``void *`` handed in,
+    which names no lock."""
     for ctype, pname in fn.params:
         if pname == name:
             base = ctype.split("|")[0].replace("const", "").replace("*", "").strip()
+            base = re.sub(r"^(struct|union)\s+", "", base)
             plain = re.fullmatch(r"[A-Za-z_]\w*", base) and base not in C_SCALARS
-            return base if plain else ""  # a void * handed in names no lock
-    return "" if name in fn.locals else name
+            return base if plain else ""
+    return ""

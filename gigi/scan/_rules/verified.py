@@ -22,6 +22,7 @@ def verified(found: Found) -> Found:
         fn = found.functions.get((c.file, c.function))
         g = found.by_name.get(c.resource)
         mine, links, free, queues = lists[c.resource] if g else (set(), set(), set(), set())
-        v = verify(c, fn, mine, g is not None, links, g.level if g else "", free, queues)
+        level, positions = (g.level, g.positions) if g else ("", [])
+        v = verify(c, fn, mine, g is not None, links, level, free, queues, positions)
         sites.append(Site(c, v.ok, v.reason))
     return replace(found, sites=(*found.sites, *sites))
