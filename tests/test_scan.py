@@ -522,6 +522,58 @@ def test_an_arena_is_found_by_what_carving_does(tmp_path):
     assert "session" not in {g.name for g in r.resources}
 
 
+SLOTS = """
+#include <pthread.h>
+#include <stdbool.h>
+#include <unistd.h>
+/* connection slots counted against a limit, under a name that says nothing of counting */
+struct conn {
+    struct conn *next;
+    int fd;
+    char *read_buffer;
+    volatile bool resuming;
+    struct daemon *owner;
+};
+struct daemon {
+    struct conn *head;
+    unsigned int connections;
+    unsigned int connection_limit;
+    unsigned int num_opts;
+    int wake_fd;
+    pthread_mutex_t lock;
+};
+/* a macro that writes a byte to wake a thread: no I/O of a unit's data */
+#define WAKE_UP(d) ((void)(write((d)->wake_fd, "w", 1) > 0))
+
+int daemon_add(struct daemon *d, struct conn *c) {
+    if (d->connections >= d->connection_limit)
+        return -1;
+    d->connections++;
+    c->next = d->head;
+    d->head = c;
+    return 0;
+}
+/* a count of the settings given, lowered: no unit given back */
+void daemon_option(struct daemon *d, int opt) {
+    if (opt == 0)
+        d->num_opts--;
+}
+/* a state flag set and a thread woken: nothing of the connection used */
+void daemon_resume(struct conn *c) {
+    pthread_mutex_lock(&c->owner->lock);
+    c->resuming = true;
+    pthread_mutex_unlock(&c->owner->lock);
+    WAKE_UP(c->owner);
+}
+"""
+
+
+def test_a_count_compared_with_its_limit_counts_units(tmp_path):
+    r, got = _sites_by(tmp_path, "slots.c", SLOTS, r"")
+    assert ("daemon_add", "ACQUIRE", "daemon") in got
+    assert not {(f, k) for f, k, _ in got if f in ("daemon_option", "daemon_resume")}
+
+
 ALLOCATOR = """
 #include <stdlib.h>
 #include <string.h>

@@ -150,13 +150,53 @@ def record_pattern(record: str) -> re.Pattern:
     return re.compile(rf"\b{re.escape(record)}(_t)?\b")
 
 
+# words of a count that is no count of units: of settings given, or a statistic
+NOT_UNITS = {"opt", "opts", "option", "options", "config", "conf", "setting", "settings"} | {
+    "stat",
+    "stats",
+    "statistic",
+    "statistics",
+    "metric",
+    "metrics",
+}
+
+
 def _counted(a) -> str | None:
-    """The member an assignment moves, when it is a count of units (not a statistic)."""
+    """The member an assignment moves, when it is a count of units (not a statistic, nor a
+    count of settings: ``num_opts``)."""
     if a.op not in ("+=", "-="):
         return None
     member = a.target.split(".", 1)[1] if "." in a.target else a.target
     counts = COUNTER.search(member) or INVERSE.search(member) or re.match(r"n[A-Z]", member)
-    return member if counts else None
+    if any(w in NOT_UNITS for w in _words(member)):
+        return None
+    return member if counts or a.limited else None
+
+
+# a comparison of two values, as a condition's tokens spell it
+COMPARES = re.compile(r"[<>]=?|[=!]=")
+
+
+def limited_counts(functions) -> None:
+    """Mark the steps (``++``, ``-= n``) of the counts that a condition somewhere compares
+    with a limit of the same record (``daemon->connections >= daemon->connection_limit``):
+    counts of units taken against a capacity, whatever they are named."""
+    limited = set()
+    for fn in functions:
+        for cond, members in [(b.cond, b.cond_members) for b in fn.branches] + [
+            ("<", lp.cond_members) for lp in fn.loops
+        ]:
+            if not COMPARES.search(cond):
+                continue
+            limits = {m for m in members if CAPACITY.search(m.split(".")[-1])}
+            records = {m.split(".")[0] for m in limits}
+            limited |= {m for m in members if m not in limits and m.split(".")[0] in records}
+    for fn in functions:
+        for a in fn.assigns:
+            # a step by an amount of its own (++, += n), not a sum of other records' counts
+            amount = [x for x in a.sources if x != a.target]
+            if a.op in ("+=", "-=") and a.target in limited and not any("." in x for x in amount):
+                a.limited = True
 
 
 # counts of an object's holders: references, pins, users, the requests a backend serves
@@ -220,15 +260,23 @@ def slots_named(fn: Function, takes: list) -> list[str]:
 
 
 def checked_takes(fn: Function, takes: list) -> list:
-    """The counts of TAKES moved only after a test that there is a unit to take, in the branch
-    that test opens (``if (q->quota > 0) q->quota--``): a try-take, whose unit the caller keeps
-    though nothing is handed out."""
+    """The counts of TAKES moved only after a test that there is a unit to take: in the branch
+    that test opens (``if (q->quota > 0) q->quota--``), or past a branch of it that returns
+    (``if (d->used >= d->limit) return -1; d->used++``). A try-take, whose unit the caller
+    keeps though nothing is handed out."""
+    exits = [line for line, _, _ in fn.returns]
+
+    def refuses(b, a) -> bool:  # a test of the count that returns before the take
+        inside = [n for n in exits if b.line <= n <= b.end_line]
+        return bool(inside) and b.end_line < a.line and set(b.path[:-1]) <= set(a.path)
+
     return [
         a
         for a in takes
         if a.op in ("+=", "-=")
         and any(
-            (b.if_id, b.side) in set(a.path) and a.target in b.cond_members for b in fn.branches
+            a.target in b.cond_members and ((b.if_id, b.side) in set(a.path) or refuses(b, a))
+            for b in fn.branches
         )
     ]
 
@@ -793,6 +841,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         line = max(e.line for e in effects if len(e.path) == fewest)
         cand("RELEASE", line, "gives units back", obj)
     pointers = {(m.record, m.name) for m in guess.members if m.element}
+    # a truth value says what state a unit is in (resuming, suspended): none of its data
+    truths = {(m.record, m.name) for m in guess.members if re.search(r"\b(_Bool|bool)$", m.type)}
     data = [
         a
         for a in fn.accesses
@@ -803,6 +853,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and not _bookkeeping(a.member)
         and not _handle(a.member)
         and (a.record, a.member) not in pointers  # a reference to another struct, not data
+        and (a.record, a.member) not in truths
         and not _names_record(a.member, mine)
         or a.record == resource
         and BUFFER.match(a.member)
@@ -813,6 +864,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         c
         for c in fn.calls
         if IO.search(c.callee)
+        and not _hidden_by_macro(c)
         and any(_data_through(x, holders) for x in c.args[: 2 if MEMORY.match(c.callee) else None])
     ]
     # a page written or read by a function named for it (pager_write(page)), not one that
@@ -884,6 +936,13 @@ def _data_through(arg: str, holders: set[str]) -> bool:
         for h in holders
         for m in [re.search(rf"\b{re.escape(h)}\s*->\s*(\w+)", arg)]
     )
+
+
+def _hidden_by_macro(c) -> bool:
+    """Whether a call is I/O a macro spelt under a name that says something else
+    (``MHD_itc_activate_(d->itc)`` writes a byte to wake a thread): the parser gives such a
+    call its line as written in place of arguments, and the reader sees no I/O there."""
+    return "" in c.args and not IO.search(c.args[-1])
 
 
 ITERATES = re.compile(r"next|iter|step|advance", re.I)

@@ -97,6 +97,9 @@ class Assign:
     text: str
     path: tuple = ()
     calls: list[str] = field(default_factory=list)  # the calls whose result the value holds
+    # a count that some condition of the code compares with its record's limit
+    # (``connections >= connection_limit``), whatever it is named: set by the recall
+    limited: bool = False
 
 
 @dataclass

@@ -13,6 +13,7 @@ from gigi.scan._offline import (
     ResourceGuess,
     arenas,
     gives_units,
+    limited_counts,
     list_elements,
     log_levels,
     owners,
@@ -93,6 +94,7 @@ def recall(
     on them, with the arenas and the logs counted by their end position, which a code
     pattern shows whatever proposed the records."""
     list_elements(functions.values(), members)
+    limited_counts(functions.values())
     through_calls(list(functions.values()), {r.name for r in records})
     guesses = recaller.resources(records, members)
     guesses += arenas(list(functions.values()), members, guesses)

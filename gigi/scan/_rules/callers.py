@@ -173,8 +173,9 @@ def _torn_down(fn, call, obj: str) -> bool:
 
 def _kept(fn, call, mine: set[str]) -> str:
     """Where FN keeps what CALL returns: the local it returns, or the one it stores into a
-    record of the resource (MINE), or that record's member itself; '' where it keeps
-    nothing, or a status code."""
+    record of the resource (MINE) or into a record its caller handed in (a connection's
+    buffer grown from the connection's pool), or that record's member itself; '' where it
+    keeps nothing, or a status code."""
     into = [a for a in fn.assigns if call.callee in a.calls and a.op == "="]
     if not into:
         return ""
@@ -182,7 +183,10 @@ def _kept(fn, call, mine: set[str]) -> str:
     if obj in fn.locals and is_status(fn, obj):
         return ""
     returned = returns_result_of(fn, call.callee)
+    params = {n for _, n in fn.params}
     stored = any(
-        a.target.split(".")[0] in mine and (a is into[0] or obj in a.sources) for a in fn.assigns
+        (a.target.split(".")[0] in mine or "." in a.target and a.target_base in params)
+        and (a is into[0] or obj in a.sources)
+        for a in fn.assigns
     )
     return obj if returned or stored else ""
