@@ -476,6 +476,34 @@ void *region_rewind(struct region *r, size_t keep) {
     r->end = r->size;
     return r->memory;
 }
+/* an arena of blocks whose positions sit in a part embedded by value */
+typedef struct blk_data { uint8_t *last; uint8_t *end; struct blk_pool *next; } blk_data_t;
+typedef struct blk_pool { blk_data_t d; size_t max; struct blk_pool *current; } blk_pool_t;
+
+void *blk_grow(blk_pool_t *pool, size_t n) {
+    uint8_t *m = malloc(4096);
+    blk_pool_t *fresh = (blk_pool_t *)m;
+    if (m == NULL)
+        return NULL;
+    fresh->d.end = m + 4096;
+    m += sizeof(blk_data_t);
+    fresh->d.last = m + n;  /* a block just made, set up: nothing given back */
+    pool->current->d.next = fresh;
+    return m;
+}
+void *blk_alloc(blk_pool_t *pool, size_t n) {
+    blk_pool_t *p = pool->current;
+    uint8_t *m = p->d.last;
+    if ((size_t)(p->d.end - m) < n)
+        return blk_grow(pool, n);
+    p->d.last = m + n;
+    return m;
+}
+void blk_reset(blk_pool_t *pool) {
+    for (blk_pool_t *p = pool; p; p = p->d.next)
+        p->d.last = (uint8_t *)p + sizeof(blk_pool_t);
+    pool->current = pool;
+}
 /* not an arena: a sequence number moved on and handed out is an id, not bytes */
 struct session { uint8_t *outbuf; uint16_t last_id; };
 uint16_t session_next_id(struct session *s) {
@@ -511,6 +539,11 @@ void reply_destroy(struct reply *r) {
 
 def test_an_arena_is_found_by_what_carving_does(tmp_path):
     r, got = _sites_by(tmp_path, "region.c", REGION, r"")
+    assert {(f, k) for f, k, r in got if r == "blk_pool"} == {
+        ("blk_alloc", "ACQUIRE"),
+        ("blk_reset", "RELEASE"),
+    }, got
+    got = {x for x in got if x[2] != "blk_pool"}
     assert got == {
         ("region_carve", "ACQUIRE", "region"),
         ("region_rewind", "RELEASE", "region"),

@@ -1553,10 +1553,18 @@ def arenas(
             if moved:
                 found.setdefault(rec, (fn, moved[0].target))
                 positions.setdefault(rec, set()).update(a.target for a in moved)
+    # a record embedded by value in a resource's (ngx_pool_s's ``ngx_pool_data_t d``) is
+    # part of it: its positions are that resource's
+    embedded = {
+        m.element: known[m.record]
+        for m in members
+        if m.record in known and m.element and "*" not in m.type and "[" not in m.type
+    }
     out = []
     for rec, (fn, position) in sorted(found.items()):
-        if rec in known:
-            known[rec].positions = sorted(positions[rec])
+        owner = known.get(rec) or embedded.get(rec)
+        if owner is not None:
+            owner.positions = sorted(set(owner.positions) | positions[rec])
             continue
         why = f"an arena: {fn.name} hands out its bytes and moves {position} past them"
         g = ResourceGuess(rec, fn.file, fn.line, "pool", "bytes", [], 1.0, [why])
@@ -1572,9 +1580,14 @@ def set_back(fn: Function, positions: list[str]) -> list:
     for a in fn.assigns:
         if "." not in a.target:
             read.setdefault(a.target, set()).update(a.sources)
+    # a block the function just made (new = malloc(...)) is set up, not set back
+    made: set[str] = set()
+    for a in sorted(fn.assigns, key=lambda a: a.line):  # and what is made of it
+        if a.target in fn.locals and (a.calls or set(a.sources) & made):
+            made.add(a.target)
     out = []
     for a in fn.assigns:
-        if a.op != "=" or a.target not in positions:
+        if a.op != "=" or a.target not in positions or root(a.target_base) in made:
             continue
         derived = set(a.sources).union(*(read.get(x, set()) for x in a.sources))
         if a.target not in derived:
