@@ -1298,3 +1298,51 @@ def test_a_count_given_back_on_an_errors_way_out_is_an_undo(tmp_path):
         ("wait_for_idler", "ACQUIRE"),
         ("set_idle", "RELEASE"),
     }, got
+
+
+CONDITIONS = """
+#include <pthread.h>
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t init_cond = PTHREAD_COND_INITIALIZER;
+static int init_count;
+static int run_worker = 1;
+static int work_ready;
+
+/* a barrier on a global count: the wait, and the registration that steps it and signals */
+void wait_for_registration(int nthreads) {
+    pthread_mutex_lock(&init_lock);
+    while (init_count < nthreads)
+        pthread_cond_wait(&init_cond, &init_lock);
+    pthread_mutex_unlock(&init_lock);
+}
+void register_initialized(void) {
+    pthread_mutex_lock(&init_lock);
+    init_count++;
+    pthread_cond_signal(&init_cond);
+    pthread_mutex_unlock(&init_lock);
+}
+/* a flag set and signalled asks the waiter for something: no unit handed over */
+void stop_worker(void) {
+    pthread_mutex_lock(&init_lock);
+    run_worker = 0;
+    pthread_cond_signal(&init_cond);
+    pthread_mutex_unlock(&init_lock);
+}
+/* a wait on a condition of the function's own, read off a local: nothing shared */
+void wait_local(int *done) {
+    int seen = 0;
+    while (!seen) {
+        pthread_cond_wait(&init_cond, &init_lock);
+        seen = *done;
+    }
+}
+"""
+
+
+def test_a_wait_on_a_condition_variable_until_shared_state_says_go(tmp_path):
+    gained, lost = _difference(tmp_path, {"cond.c": CONDITIONS}, "waits_on_conditions")
+    assert {(f, k, r) for f, k, r, _ in gained} == {
+        ("wait_for_registration", "WAIT", "init_cond"),
+        ("register_initialized", "RELEASE", "init_cond"),
+    }, gained
+    assert lost == set()

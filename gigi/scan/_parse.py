@@ -53,6 +53,7 @@ class Loop:
     cond_locals: list[str]  # locals read by the condition
     cond_calls: list[str]
     body_calls: list[str]
+    cond_globals: list[str] = field(default_factory=list)  # variables of file scope it reads
 
 
 @dataclass
@@ -770,10 +771,12 @@ class _Body:
         cond_members = []
         cond_locals = []
         cond_calls = []
+        cond_globals = []
         for n in cond_nodes:
             cond_members += [r for r in self.reads(n) if "." in r]
             cond_locals += [r for r in self.reads(n) if "." not in r]
             cond_calls += [x.spelling for x in n.walk_preorder() if x.kind == K.CALL_EXPR]
+            cond_globals += self.globals_read(n)
         text = _text(c)
         infinite = (c.kind == K.FOR_STMT and text.replace(" ", "").startswith("for(;;)")) or (
             c.kind == K.WHILE_STMT and text.replace(" ", "").startswith(("while(1)", "while(true)"))
@@ -792,6 +795,7 @@ class _Body:
                 cond_locals,
                 cond_calls,
                 body_calls,
+                cond_globals,
             )
         )
         for x in kids:
@@ -921,6 +925,19 @@ class _Body:
 
     def calls_in(self, c) -> list[str]:
         return [x.spelling for x in c.walk_preorder() if x.kind == self.K.CALL_EXPR]
+
+    def globals_read(self, c) -> list[str]:
+        """Variables of file scope (globals, a file's statics) an expression reads."""
+        K = self.K
+        out = []
+        for x in c.walk_preorder():
+            if x.kind == K.DECL_REF_EXPR and x.spelling not in self.fn.locals:
+                ref = x.referenced
+                parent = ref.semantic_parent if ref is not None else None
+                if ref is not None and ref.kind == K.VAR_DECL and parent is not None:
+                    if parent.kind == K.TRANSLATION_UNIT and x.spelling not in out:
+                        out.append(x.spelling)
+        return out
 
     def reads(self, c) -> list[str]:
         """Locals and record.member an expression reads."""

@@ -2,8 +2,8 @@
 has found so far (``Found``) and returns it revised. The first checks each proposal against
 the code (``verified``); the ones after it move an event to where callers see it, name what a
 wait waits for, reject what another event already covers, and find what no record proposed
-(a lock API, an allocator that keeps a budget, a count waited on, a lock taken by
-compare-and-swap, the thin wrappers of them).
+(a lock API, a wait on a condition variable, an allocator that keeps a budget, a count
+waited on, a lock taken by compare-and-swap, the thin wrappers of them).
 
 Each rule has its own tests on small C snippets (tests/test_scan_rules.py); ``scan`` takes the
 tuple as an argument, so a test or a bench can run without one rule to see what it adds."""
@@ -17,6 +17,7 @@ from gigi.scan._rules._found import Found, Site
 from gigi.scan._rules.allocators import allocators_with_a_budget
 from gigi.scan._rules.callers import handed_through_calls
 from gigi.scan._rules.cas_locks import locks_by_compare_and_swap
+from gigi.scan._rules.conditions import waits_on_conditions
 from gigi.scan._rules.counts import counts_waited_for
 from gigi.scan._rules.holds import uses_within_holds
 from gigi.scan._rules.interface import at_the_interface
@@ -39,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     at_the_interface,
     waits_on_what_they_missed,
     lock_apis,
+    waits_on_conditions,
     allocators_with_a_budget,
     counts_waited_for,
     locks_by_compare_and_swap,

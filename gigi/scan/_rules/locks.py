@@ -67,7 +67,7 @@ def lock_apis(found: Found) -> Found:
             continue
         call = prims[0]
         primitive = _primitive(call)
-        lock = _lock_name(fn, call.args[0] if call.args else "")
+        lock = lock_name(fn, call.args[0] if call.args else "")
         record, _, member = lock.partition(".")
         if not lock or member and not touched.get(record, set()) - {member}:
             continue
@@ -106,7 +106,7 @@ def _retries_on_interrupt(fn, call) -> bool:
     return bool(around) and all(ERRNO in lp.cond_calls for lp in around)
 
 
-def _lock_name(fn, arg: str) -> str:
+def lock_name(fn, arg: str) -> str:
     """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
     a global's name (``&slabs_lock``), or the member of a record handed in
     (``&daemon->per_ip_mutex``: MHD_Daemon.per_ip_mutex); "" for anything else (a local,
