@@ -71,6 +71,21 @@ def test_a_miss_is_a_wait_on_a_branch_and_ordinary_io_is_not():
     assert not v.ok and "ordinary work, not a slow path" in v.reason, v.reason
 
 
+def test_the_tree_s_given_include_folders_beat_guessed_ones(tmp_path):
+    """Two platforms' headers of one name (include/arch/beos, include/arch/unix): the folder
+    the build names is searched first, for "..." includes too."""
+    for arch, body in (("beos", "sem_id lock;"), ("unix", "int lock;")):
+        d = tmp_path / "include" / "arch" / arch
+        d.mkdir(parents=True)
+        (d / "arch_mutex.h").write_text(f"struct mutex_t {{ {body} int owners; }};\n")
+    (tmp_path / "mutex.c").write_text(
+        '#include "arch_mutex.h"\nint owners(struct mutex_t *m) { return m->owners; }\n'
+    )
+    unix = tmp_path / "include" / "arch" / "unix"
+    r = scan(tmp_path, jobs=1, only=["mutex.c"], include_dirs=[unix])
+    assert [d.message for u in r.units for d in u.diagnostics] == []
+
+
 def test_builtin_headers_are_found_and_diagnostics_reported(tmp_path):
     assert builtin_include_dir() is not None
     assert scan(CORPUS, jobs=1).stats["diagnostics"] == 0
@@ -416,6 +431,14 @@ struct daemon { pthread_mutex_t per_ip_mutex; int per_ip_count; };
 void ip_count_lock(struct daemon *d) { LOCK_CHECKED(&d->per_ip_mutex); }
 void ip_count_unlock(struct daemon *d) { UNLOCK_CHECKED(&d->per_ip_mutex); }
 void ip_count_add(struct daemon *d) { ip_count_lock(d); d->per_ip_count++; ip_count_unlock(d); }
+/* one of a table of locks, tried through a local set to its address */
+static pthread_mutex_t item_locks[16];
+void *item_trylock(unsigned int hv) {
+    pthread_mutex_t *lock = &item_locks[hv & 15];
+    if (pthread_mutex_trylock(lock) == 0)
+        return lock;
+    return NULL;
+}
 /* a record that is nothing but its lock guards nothing */
 struct only_lock { pthread_mutex_t m; };
 void only_lock_take(struct only_lock *w) { pthread_mutex_lock(&w->m); }
@@ -440,6 +463,7 @@ def test_a_lock_api_hands_out_its_lock(tmp_path):
         ("my_sem_post", "RELEASE", "sem_t"),
         ("stats_lock_take", "ACQUIRE", "stats_lock"),
         ("stats_lock_give", "RELEASE", "stats_lock"),
+        ("item_trylock", "ACQUIRE", "item_locks"),
     }
     _, got = _sites_by(tmp_path, "locks.c", LOCK_API, r"on \w+\.\w+$")
     assert got == {

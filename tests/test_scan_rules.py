@@ -1346,3 +1346,35 @@ def test_a_wait_on_a_condition_variable_until_shared_state_says_go(tmp_path):
         ("register_initialized", "RELEASE", "init_cond"),
     }, gained
     assert lost == set()
+
+
+LATE = """
+typedef struct slot { struct slot *next; } slot_t;
+typedef struct slot_pool { slot_t *free; unsigned int n_free; unsigned int max_slots; } slot_pool_t;
+extern slot_t *take_somehow(slot_pool_t *p);
+slot_t *inner_take(slot_pool_t *p) { return take_somehow(p); }
+slot_t *outer_take(slot_pool_t *p) { return inner_take(p); }
+"""
+
+
+def test_an_event_found_after_the_wrappers_rule_still_reaches_its_wrappers(tmp_path):
+    """The rules that carry a callee's events to its callers run once more at the end: an
+    event a later rule found (a longer function's) reaches the thin wrappers of it."""
+    from dataclasses import replace
+
+    from gigi.scan._offline import Candidate
+    from gigi.scan._rules import Site
+    from gigi.scan._rules.verified import verified
+    from gigi.scan._rules.wrappers import through_wrappers
+
+    def late(found):  # stands for a rule after the wrappers' that finds inner_take's event
+        c = Candidate("late.c", "inner_take", 5, "ACQUIRE", "slot_pool", "", "1", "heuristic", "")
+        return replace(found, sites=(*found.sites, Site(c, True, "verified: late")))
+
+    (tmp_path / "late.c").write_text(LATE)
+    got = {}
+    for rules in ((verified, through_wrappers, late), (verified, late)):
+        r = scan(tmp_path, jobs=1, rules=rules)
+        got[len(rules)] = {(c.function, c.kind) for c in r.verified()}
+    assert ("outer_take", "ACQUIRE") in got[3], got
+    assert ("outer_take", "ACQUIRE") not in got[2], got

@@ -235,7 +235,12 @@ def compile_flags(
     language = SOURCE_SUFFIXES.get(path.suffix, "c")
     extra = [a for d in include_dirs for a in ("-I", str(d))] + [f"-D{d}" for d in defines]
     if not commands:
-        quoted = [a for d in header_dirs(str(root)) for a in ("-iquote", d)]
+        # the tree's folders given are searched first, for "..." includes too: a guessed
+        # folder of another platform's headers of the same name (include/arch/beos) must
+        # not win; a library's installed headers stay behind the tree's own
+        inside = [d for d in include_dirs if Path(d).resolve().is_relative_to(root.resolve())]
+        given = [a for d in inside for a in ("-iquote", str(d))]
+        quoted = given + [a for d in header_dirs(str(root)) for a in ("-iquote", d)]
         # the file's own folder is searched for its "..." includes as a compiler does, and
         # only for those: as -I it would shadow the C library (libusual's string.h)
         here = ["-I", str(root)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._rules.allocators import allocators_with_a_budget
@@ -53,6 +54,12 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# the rules that carry a callee's events to its callers: run once more at the end, so that
+# what the rules after them found (a longer function's event: do_item_alloc keeps what
+# do_item_alloc_pull acquired) reaches the thin wrappers of it too (item_alloc)
+CARRIERS: tuple[Rule, ...] = (through_wrappers,)
+
+
 def apply(found: Found, rules: tuple[Rule, ...] = RULES) -> tuple[Found, dict[str, float]]:
     """FOUND revised by each of RULES in order, and the seconds each took, by its name."""
     seconds = {}
@@ -60,7 +67,19 @@ def apply(found: Found, rules: tuple[Rule, ...] = RULES) -> tuple[Found, dict[st
         t = time.perf_counter()
         found = rule(found)
         seconds[rule.__name__] = round(time.perf_counter() - t, 3)
+    for rule in (r for r in CARRIERS if r in rules):
+        t = time.perf_counter()
+        found = _new_events(rule, found)
+        seconds[rule.__name__] += round(time.perf_counter() - t, 3)
     return found, seconds
+
+
+def _new_events(rule: Rule, found: Found) -> Found:
+    """FOUND with the sites RULE adds that give a function an event it had not."""
+    have = {(s.candidate.function, s.candidate.kind) for s in found.sites if s.ok}
+    added = rule(found).sites[len(found.sites) :]
+    new = [s for s in added if s.ok and (s.candidate.function, s.candidate.kind) not in have]
+    return replace(found, sites=(*found.sites, *new))
 
 
 __all__ = ["RULES", "Found", "Rule", "Site", "apply"]

@@ -35,8 +35,16 @@ def unconditional(fn, call) -> bool:
 def returns_result_of(fn, callee: str) -> bool:
     """Whether FN returns the result of calling CALLEE: in the return itself, or through a
     local the call's result was assigned to. A function that may return a string literal
-    instead (``return copy ? copy : "unknown"``) hands out nothing its caller owns."""
-    if any('"' in text for _, _, text in fn.returns):
+    instead (``return copy ? copy : "unknown"``) hands out nothing its caller owns; a
+    literal handed to the call (``return take_named(p, "")``) is no such thing.
+
+    >>> from types import SimpleNamespace as F
+    >>> returns_result_of(F(returns=[(3, [], 'return take ( p , "" )')], assigns=[]), "take")
+    True
+    >>> returns_result_of(F(returns=[(3, ["c"], 'return c ? c : "none"')], assigns=[]), "take")
+    False
+    """
+    if any(re.search(r'(\breturn|[?:])\s*"', text) for _, _, text in fn.returns):
         return False
     held = {a.target for a in fn.assigns if callee in a.calls and "." not in a.target}
     for _, reads, text in fn.returns:

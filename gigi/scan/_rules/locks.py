@@ -121,7 +121,14 @@ def lock_name(fn, arg: str) -> str:
         return ""
     if any(pname == name for _, pname in fn.params):
         return _param_type(fn, name)
-    return "" if name in fn.locals else name
+    if name in fn.locals:
+        # a local set once to a lock's address (lock = &item_locks[hv & mask]) names it
+        sets = [a for a in fn.assigns if a.target == name]
+        if len(sets) == 1 and sets[0].op == "=" and "=" in sets[0].text:
+            value = sets[0].text.split("=", 1)[1].strip()
+            return lock_name(fn, value) if value.startswith("&") else ""
+        return ""
+    return name
 
 
 def _param_type(fn, name: str) -> str:
