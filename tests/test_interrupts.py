@@ -26,6 +26,12 @@ def recorded(tmp_path_factory):
     return d / "trace", d / "store"
 
 
+def _at_a_terminal() -> None:
+    """Ctrl-C as a terminal sends it: a suite started in the background (``cmd &`` in a
+    script) hands its children SIGINT ignored, and a program rightly goes on ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*args: str, code: str | None = None, env: dict | None = None) -> subprocess.Popen:
     argv = ["-c", code] if code else ["-m", "gigi", *args]
     return subprocess.Popen(
@@ -35,6 +41,7 @@ def _start(*args: str, code: str | None = None, env: dict | None = None) -> subp
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **(env or {})},
+        preexec_fn=_at_a_terminal,
     )
 
 
