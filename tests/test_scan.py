@@ -631,6 +631,36 @@ def test_a_count_compared_with_its_limit_counts_units(tmp_path):
     assert not {(f, k) for f, k, _ in got if f in ("daemon_option", "daemon_resume")}
 
 
+SETTLED = """
+#include <string.h>
+struct item { struct item *next; char data[32]; };
+struct slab { struct item *free_items; unsigned int n_used; unsigned int n_max; char conf[64]; };
+extern int bind_item(struct item *it);
+
+struct item *slab_take(struct slab *s) {
+    struct item *it = s->free_items;
+    if (it == NULL || s->n_used >= s->n_max)
+        return NULL;
+    s->free_items = it->next;
+    s->n_used++;
+    if (bind_item(it) != 0) {
+        s->n_used--;  /* the take undone when binding failed: no unit given back */
+        return NULL;
+    }
+    return it;
+}
+/* a unit's settings written: none of its data used */
+void slab_configure(struct slab *s, const char *conf) { memcpy(s->conf, conf, sizeof s->conf); }
+/* named for reporting: what it hands out is its report, not a unit taken */
+struct item *slab_dump_first(struct slab *s) { return slab_take(s); }
+"""
+
+
+def test_an_undone_take_settings_and_reports_are_no_events(tmp_path):
+    _, got = _sites_by(tmp_path, "slab.c", SETTLED, r"")
+    assert got == {("slab_take", "ACQUIRE", "slab")}, got
+
+
 ALLOCATOR = """
 #include <stdlib.h>
 #include <string.h>

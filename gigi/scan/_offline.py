@@ -816,6 +816,16 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     effects = release_effects(fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free)
     if takes:  # what a function that takes gives back on its way out on an error is an undo
         effects = [e for e in effects if not error_exit(fn, e.path)]
+    if any(c.kind == "ACQUIRE" for c in out):
+        # and so is a count an ACQUIRE raised lowered again after (a socket counted, then
+        # dropped when binding it failed): the call's net move is the take
+        raised = {a.target: a.line for a in takes if a.op in ("+=", "-=")}
+        undone = {
+            a.line
+            for a in fn.assigns
+            if gives_units(a) and a.target in raised and a.line > raised[a.target]
+        }
+        effects = [e for e in effects if not (e.what == "count lowered" and e.line in undone)]
     # freeing the resource's own record it was handed (a free of that pointer alone), with
     # no count lowered first, is tearing that instance down (connection_free(con):
     # free(con)), not a unit given back
@@ -909,6 +919,23 @@ def introspects(name: str) -> bool:
     (False, False)
     """
     return bool(INTROSPECTS.search("_".join(w.lower() for w in _words(name))))
+
+
+REPORTS_ON = re.compile(
+    r"(^|_)(stats?|statistics?|overhead|dump|print|format|report|describe)(_|$)"
+)
+
+
+def reports_on(name: str) -> bool:
+    """Whether a function is named for reporting on the resource (its statistics, its
+    overhead, a dump): what it allocates or keeps is its report, not units of the resource.
+    Narrower than ``introspects``: the number of something (``zcalloc_num``) may be a unit
+    count.
+
+    >>> reports_on("getMemoryOverheadData"), reports_on("zcalloc_num")
+    (True, False)
+    """
+    return bool(REPORTS_ON.search("_".join(w.lower() for w in _words(name))))
 
 
 def _use_line(fn: Function, data: list, io: list, mine: set[str]) -> int:
@@ -1385,9 +1412,9 @@ def same_path(a: tuple, b: tuple) -> bool:
 
 
 def _bookkeeping(member: str) -> bool:
-    """Counters, flags and links, what a unit is (its type, its encoding, its state), and
-    when it was last touched (its LRU clock, its expiry): the resource's accounting and
-    replacement policy, not its data."""
+    """Counters, flags and links, what a unit is (its type, its encoding, its state), when
+    it was last touched (its LRU clock, its expiry) and how it is set up (its conf): the
+    resource's accounting, replacement policy and settings, not its data."""
     return bool(
         COUNTER.search(member)
         or FLAG.search(member)
@@ -1396,6 +1423,7 @@ def _bookkeeping(member: str) -> bool:
         or re.search(r"flags?$|^i?key$|^pgno$|^id$|_id$", member, re.I)
         or re.search(r"^(type|kind|encoding|state|status|mode)$", member, re.I)
         or re.search(r"lru|lfu|^(a|m)?time$|_time$|clock|stamp|expir|ttl$", member, re.I)
+        or re.search(r"^(conf|config|cfg|settings?|opts|options)$|_(conf|config|cfg)$", member)
     )
 
 

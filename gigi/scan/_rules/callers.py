@@ -29,6 +29,7 @@ from gigi.scan._offline import (
     is_status,
     lifecycle,
     records_of,
+    reports_on,
     same_path,
 )
 from gigi.scan._rules._code import bare, handed_unit, returns_result_of, root
@@ -54,9 +55,11 @@ def handed_through_calls(found: Found) -> Found:
 
     added = []
     for fn in found.functions.values():
-        if fn.name == "main":
-            continue
         short = fn.name.split("::")[-1]
+        # a program's main, and a function named for measuring or reporting, which keeps
+        # what it built to report (getMemoryOverheadData), move no units of their own
+        if fn.name == "main" or reports_on(short):
+            continue
         # a function that makes or tears down the resource moves none of its units; but
         # closing what the caller handed in (a connection) gives that unit back
         teardown = lifecycle(short)

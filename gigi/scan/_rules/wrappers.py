@@ -27,7 +27,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import SLEEPS, Candidate, lifecycle, record_pattern, records_of
+from gigi.scan._offline import (
+    SLEEPS,
+    Candidate,
+    lifecycle,
+    record_pattern,
+    records_of,
+    reports_on,
+)
 from gigi.scan._rules._code import (
     C_SCALARS,
     CHECKS,
@@ -82,6 +89,9 @@ def through_wrappers(found: Found) -> Found:
     for _ in range(ROUNDS):
         new: dict[str, dict[str, set[str]]] = {}
         for fn in found.functions.values():
+            # a function named for measuring or reporting (getMemoryOverheadData) hands
+            # out what it built to report, not units of the resource (it may read them)
+            reporting = reports_on(fn.name.split("::")[-1])
             # the lock a wrapper may take around its call guards it (slabs_alloc), and a
             # sleep while it waits for what it hands on is no work of its own
             reports = _reports(fn)
@@ -122,7 +132,7 @@ def through_wrappers(found: Found) -> Found:
                 looped = call.loops > 0  # then only a loop that gives back what it walks
                 acquired: set[str] = set()  # what this call acquires for the wrapper
                 for kind, resources in sorted(got.items(), key=lambda kr: kr[0] == "WAIT"):
-                    if kind in kinds_of.get(fn.name, ()):
+                    if kind in kinds_of.get(fn.name, ()) or reporting and kind != "USE":
                         continue
                     if (releases_only or looped) and kind != "RELEASE":
                         continue
