@@ -1378,3 +1378,39 @@ def test_an_event_found_after_the_wrappers_rule_still_reaches_its_wrappers(tmp_p
         got[len(rules)] = {(c.function, c.kind) for c in r.verified()}
     assert ("outer_take", "ACQUIRE") in got[3], got
     assert ("outer_take", "ACQUIRE") not in got[2], got
+
+
+SLOW_CALLEES = """
+static int reclaimed, tries;
+void reclaim_pages(pcache_t *c) { reclaimed++; }
+void reclaim_all(pcache_t *c) { reclaimed += 2; }
+void note_try(int pgno) { tries += pgno; }
+
+/* it makes room and tries again when the cache gave nothing */
+page_t *pager_fetch_or_reclaim(pager_t *p, int pgno)
+{
+    page_t *pg = NULL;
+    for (int i = 0; i < 3; i++) {
+        pg = pcache_fetch(p->cache, pgno);
+        if (pg == NULL) {
+            note_try(pgno);
+            reclaim_pages(p->cache);
+            reclaim_all(p->cache);
+        } else {
+            break;
+        }
+    }
+    return pg;
+}
+/* called on an ordinary path too: no slow path of its own */
+void pager_idle(pager_t *p) { reclaim_all(p->cache); }
+"""
+
+
+def test_a_function_called_only_to_make_room_in_a_wait_waits(tmp_path):
+    """A step named for making room, called only inside a WAIT, is the slow path itself; not
+    one also called on an ordinary path, nor the other steps of the wait's rounds."""
+    files = {"cache.c": PAGE + SLOW_CALLEES}
+    gained, lost = _difference(tmp_path, files, "slow_path_callees")
+    assert gained == {("reclaim_pages", "WAIT", "pcache", "")}, gained
+    assert lost == set()

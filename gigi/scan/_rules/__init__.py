@@ -28,6 +28,7 @@ from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
 from gigi.scan._rules.objects import objects_through_calls
 from gigi.scan._rules.retries import waits_for_what_they_retry
+from gigi.scan._rules.slow_paths import slow_path_callees
 from gigi.scan._rules.stacks import global_free_lists
 from gigi.scan._rules.verified import verified
 from gigi.scan._rules.wrappers import through_wrappers
@@ -49,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     global_free_lists,
     through_wrappers,
     waits_for_what_they_retry,
+    slow_path_callees,
     handed_through_calls,
     uses_within_holds,
 )
