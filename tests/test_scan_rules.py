@@ -1328,6 +1328,16 @@ void stop_worker(void) {
     pthread_cond_signal(&init_cond);
     pthread_mutex_unlock(&init_lock);
 }
+/* a barrier reached through a local: its condition is the record's member */
+struct barrier_s { pthread_mutex_t mutex; pthread_cond_t cond; unsigned int in, out; };
+typedef struct { struct barrier_s *b; } barrier_t;
+void barrier_drain(barrier_t *barrier) {
+    struct barrier_s *b = barrier->b;
+    pthread_mutex_lock(&b->mutex);
+    while (b->out != 0)
+        pthread_cond_wait(&b->cond, &b->mutex);
+    pthread_mutex_unlock(&b->mutex);
+}
 /* a wait on a condition of the function's own, read off a local: nothing shared */
 void wait_local(int *done) {
     int seen = 0;
@@ -1344,6 +1354,7 @@ def test_a_wait_on_a_condition_variable_until_shared_state_says_go(tmp_path):
     assert {(f, k, r) for f, k, r, _ in gained} == {
         ("wait_for_registration", "WAIT", "init_cond"),
         ("register_initialized", "RELEASE", "init_cond"),
+        ("barrier_drain", "WAIT", "barrier_s.cond"),
     }, gained
     assert lost == set()
 

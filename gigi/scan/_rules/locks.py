@@ -109,13 +109,13 @@ def _retries_on_interrupt(fn, call) -> bool:
 def lock_name(fn, arg: str) -> str:
     """The lock an argument names: a parameter's type (``uv_mutex_t *mutex``: uv_mutex_t),
     a global's name (``&slabs_lock``), or the member of a record handed in
-    (``&daemon->per_ip_mutex``: MHD_Daemon.per_ip_mutex); "" for anything else (a local,
-    an expression)."""
+    (``&daemon->per_ip_mutex``: MHD_Daemon.per_ip_mutex) or one a local points to; "" for
+    anything else (a local's own, an expression)."""
     name = bare(arg).lstrip("&").strip()
     name = re.sub(r"\s*\[.*\]$", "", name)  # one of a table of locks: item_locks[hv & mask]
     member = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)", name)
-    if member:
-        record = _param_type(fn, member.group(1))
+    if member:  # of a record handed in, or reached through a local (b = barrier->b)
+        record = _param_type(fn, member.group(1), locals_too=True)
         return f"{record}.{member.group(2)}" if record else ""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return ""
@@ -131,13 +131,15 @@ def lock_name(fn, arg: str) -> str:
     return name
 
 
-def _param_type(fn, name: str) -> str:
-    """The type parameter NAME points to, bare; "" for a scalar or a ``void *`` handed in,
-    which names no lock."""
-    for ctype, pname in fn.params:
-        if pname == name:
-            base = ctype.split("|")[0].replace("const", "").replace("*", "").strip()
-            base = re.sub(r"^(struct|union)\s+", "", base)
-            plain = re.fullmatch(r"[A-Za-z_]\w*", base) and base not in C_SCALARS
-            return base if plain else ""
+def _param_type(fn, name: str, locals_too: bool = False) -> str:
+    """The type parameter NAME points to, bare (or a local's, with LOCALS_TOO); "" for a
+    scalar or a ``void *`` handed in, which names no lock."""
+    typed = [(t, n) for t, n in fn.params if n == name]
+    if locals_too and not typed and name in fn.locals:
+        typed = [(fn.locals[name], name)]
+    for ctype, _ in typed:
+        base = ctype.split("|")[0].replace("const", "").replace("*", "").strip()
+        base = re.sub(r"^(struct|union)\s+", "", base)
+        plain = re.fullmatch(r"[A-Za-z_]\w*", base) and base not in C_SCALARS
+        return base if plain else ""
     return ""
