@@ -1559,22 +1559,30 @@ def arenas(
     named or declared, carving blocks out of its memory is handing out units of it."""
     by_record = members_by_record(members)
     known = {g.name: g for g in resources}
+    # the records with bytes to carve: their members that point to raw bytes
+    carvable = {
+        rec: {f"{rec}.{m.name}" for m in ms if BYTES.match(m.type.strip())}
+        for rec, ms in by_record.items()
+    }
+    carvable = {rec: b for rec, b in carvable.items() if b}
     found: dict[str, tuple[Function, str]] = {}
     positions: dict[str, set[str]] = {}
     for fn in functions:
         short = fn.name.split("::")[-1]
-        if lifecycle(short):
+        # an arena hands out addresses: only a function that returns a pointer carves
+        if lifecycle(short) or "*" not in fn.return_type:
             continue
-        for rec, ms in by_record.items():
-            byte_members = {f"{rec}.{m.name}" for m in ms if BYTES.match(m.type.strip())}
-            if not byte_members or not any(a.target.startswith(rec + ".") for a in fn.assigns):
-                continue
-            returned = {s for _, srcs, _ in fn.returns for s in srcs}
-            read = {}
-            for a in fn.assigns:
-                if "." not in a.target:
-                    read.setdefault(a.target, set()).update(a.sources)
-            handed = set().union(*(read.get(x, set()) for x in returned), returned)
+        moved_in = {a.target.split(".", 1)[0] for a in fn.assigns if "." in a.target}
+        if not moved_in & carvable.keys():
+            continue
+        returned = {s for _, srcs, _ in fn.returns for s in srcs}
+        read = {}
+        for a in fn.assigns:
+            if "." not in a.target:
+                read.setdefault(a.target, set()).update(a.sources)
+        handed = set().union(*(read.get(x, set()) for x in returned), returned)
+        for rec in sorted(moved_in & carvable.keys()):
+            byte_members = carvable[rec]
             moved = [
                 a for a in bumps(fn, {rec}) if handed & byte_members or a.target in byte_members
             ]
