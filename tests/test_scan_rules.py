@@ -1425,3 +1425,57 @@ def test_a_function_called_only_to_make_room_in_a_wait_waits(tmp_path):
     gained, lost = _difference(tmp_path, files, "slow_path_callees")
     assert gained == {("reclaim_pages", "WAIT", "pcache", "")}, gained
     assert lost == set()
+
+
+LINKED_BY_CALLEE = """
+#include <string.h>
+#include <stdlib.h>
+typedef struct chunk { struct chunk *next; char mem[64]; } chunk;
+typedef struct chunk_pool {
+    chunk *free_chunks;
+    unsigned int n_free;
+    unsigned int max_chunks;
+} chunk_pool;
+typedef struct queue { chunk *first, *last; } queue;
+
+chunk *chunk_take(chunk_pool *p) {
+    chunk *c = p->free_chunks;
+    if (c == NULL)
+        return NULL;
+    p->free_chunks = c->next;
+    p->n_free--;
+    return c;
+}
+static chunk_pool pool;
+void queue_link(queue *q, chunk *c) {
+    c->next = NULL;
+    if (q->last) q->last->next = c; else q->first = c;
+    q->last = c;
+}
+chunk *queue_append_chunk(queue *q) {
+    chunk *c = chunk_take(&pool);
+    if (c) queue_link(q, c);
+    return c;
+}
+extern void index_chunk(chunk *c);
+/* the call links the chunk into the queue the caller handed in: kept there, filled here */
+void queue_append(queue *q, const char *data, size_t n) {
+    chunk *c = queue_append_chunk(q);
+    if (c == NULL)
+        return;
+    memcpy(c->mem, data, n);
+}
+/* handed on to another function: whose it is then is not this one's to say */
+void queue_append_indexed(queue *q) {
+    chunk *c = queue_append_chunk(q);
+    if (c == NULL)
+        return;
+    index_chunk(c);
+}
+"""
+
+
+def test_a_unit_a_call_links_into_what_it_was_handed_is_kept(tmp_path):
+    gained, lost = _difference(tmp_path, {"q.c": LINKED_BY_CALLEE}, "handed_through_calls")
+    assert {(f, k) for f, k, _, _ in gained} == {("queue_append", "ACQUIRE")}, gained
+    assert lost == set()

@@ -22,6 +22,7 @@ import re
 from dataclasses import replace
 
 from gigi.scan._offline import (
+    IO,
     REFERENCE,
     ZERO,
     Candidate,
@@ -108,6 +109,10 @@ def handed_through_calls(found: Found) -> Found:
     return replace(found, sites=(*found.sites, *added))
 
 
+def _param_type(fn, name: str) -> str:
+    return next((t for t, n in fn.params if n == name), "")
+
+
 def _named(call) -> str:
     """The function CALL calls: a method by its class, where the parse knows it (``cells.rm(i)``
     is ``llama_kv_cells::rm``), else its own name."""
@@ -192,4 +197,19 @@ def _kept(fn, call, mine: set[str]) -> str:
         and (a is into[0] or obj in a.sources)
         for a in fn.assigns
     )
-    return obj if returned or stored else ""
+    # or the call linked it into the record the caller handed in, that it was handed too
+    # (c = chunkqueue_append_mem_chunk(cq, n): the chunk is cq's now), and FN works on it
+    # (copies into it) and hands it nowhere else
+    linked = (
+        obj in fn.locals
+        and "*" in fn.locals[obj]
+        and any(bare(a) in params and "*" in _param_type(fn, bare(a)) for a in call.args)
+        and not any(
+            c is not call
+            and obj in map(root, c.args)
+            and c.callee != call.callee
+            and not IO.search(c.callee)
+            for c in fn.calls
+        )
+    )
+    return obj if returned or stored or linked else ""
