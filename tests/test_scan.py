@@ -661,6 +661,70 @@ def test_an_undone_take_settings_and_reports_are_no_events(tmp_path):
     assert got == {("slab_take", "ACQUIRE", "slab")}, got
 
 
+PADDED = """
+#include <stdlib.h>
+static size_t used;
+extern void other_platform_step(int i);
+/* a short function, padded by another platform's code the build leaves out */
+void *my_realloc(void *ptr, size_t size) {
+#ifdef SOME_OTHER_PLATFORM
+    other_platform_step(0);
+    other_platform_step(1);
+    other_platform_step(2);
+    other_platform_step(3);
+    other_platform_step(4);
+    other_platform_step(5);
+    other_platform_step(6);
+    other_platform_step(7);
+    other_platform_step(8);
+    other_platform_step(9);
+    other_platform_step(10);
+    other_platform_step(11);
+    other_platform_step(12);
+    other_platform_step(13);
+    other_platform_step(14);
+    other_platform_step(15);
+    other_platform_step(16);
+    other_platform_step(17);
+    other_platform_step(18);
+    other_platform_step(19);
+    other_platform_step(20);
+    other_platform_step(21);
+    other_platform_step(22);
+    other_platform_step(23);
+    other_platform_step(24);
+    other_platform_step(25);
+    other_platform_step(26);
+    other_platform_step(27);
+    other_platform_step(28);
+    other_platform_step(29);
+    other_platform_step(30);
+    other_platform_step(31);
+    other_platform_step(32);
+    other_platform_step(33);
+    other_platform_step(34);
+    other_platform_step(35);
+    other_platform_step(36);
+    other_platform_step(37);
+    other_platform_step(38);
+    other_platform_step(39);
+#endif
+    size_t old = *((size_t *)ptr - 1);
+    void *p = realloc((size_t *)ptr - 1, size + sizeof(size_t));
+    if (p == NULL)
+        return NULL;
+    used -= old;
+    used += size;
+    return (size_t *)p + 1;
+}
+"""
+
+
+def test_a_wrapper_s_length_is_what_the_compiler_sees(tmp_path):
+    _, got = _sites_by(tmp_path, "realloc.c", PADDED, r"")
+    assert got == {("my_realloc", "ACQUIRE", "used"), ("my_realloc", "RELEASE", "used")}, got
+
+
 ALLOCATOR = """
 #include <stdlib.h>
 #include <string.h>

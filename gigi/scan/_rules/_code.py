@@ -8,6 +8,17 @@ import re
 from gigi.scan._offline import ResourceGuess, bare, made_from_params, root
 
 WRAPPER_LINES = 30  # a wrapper is short: its job is the call
+
+
+def code_lines(fn) -> int:
+    """How many of FN's lines the compiler saw do anything (a call, an assignment, a
+    return, a branch or a loop): a wrapper's length, not counting comments, blank lines and
+    code another platform's ``#ifdef`` leaves out."""
+    lines = {c.line for c in fn.calls} | {a.line for a in fn.assigns}
+    lines |= {r[0] for r in fn.returns} | {b.line for b in fn.branches}
+    return len(lines | {lp.line for lp in fn.loops})
+
+
 # calls that check or report, not work: a wrapper may make them beside its one call
 CHECKS = re.compile(
     r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$|^perror$|^fprintf$", re.I
@@ -108,8 +119,11 @@ def _looked_up(arg: str) -> str:
 
 
 def from_params(fn, arg: str) -> bool:
-    """Whether ARG is one of FN's parameters, or a local made from one."""
-    return bare(arg) in made_from_params(fn)
+    """Whether ARG is one of FN's parameters, or a local made from one, or either moved by
+    pointer arithmetic (``(size_t *)ptr - 1``: the block's header ahead of it)."""
+    b = bare(arg)
+    moved = re.fullmatch(r"([A-Za-z_]\w*)\s*[-+]\s*[^,]+", b)
+    return b in made_from_params(fn) or bool(moved) and moved.group(1) in made_from_params(fn)
 
 
 def found_by(name: str, fn, sharing: str, unit: str, reason: str) -> ResourceGuess:

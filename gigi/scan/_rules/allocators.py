@@ -21,6 +21,7 @@ from gigi.scan._rules._code import (
     CHECKS,
     WRAPPER_LINES,
     bare,
+    code_lines,
     found_by,
     from_params,
     record_at,
@@ -52,7 +53,7 @@ def allocators_with_a_budget(found: Found) -> Found:
     guesses: dict[str, ResourceGuess] = {}
     for fn in found.functions.values():
         work = [c for c in fn.calls if not CHECKS.search(c.callee)]
-        if fn.end_line - fn.line > WRAPPER_LINES:
+        if code_lines(fn) > WRAPPER_LINES:
             continue
         prims = [c for c in work if _primitive(c)]
         if len(prims) != 1 or prims[0].loops:

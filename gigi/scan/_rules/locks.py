@@ -17,6 +17,7 @@ from gigi.scan._rules._code import (
     ERRNO,
     WRAPPER_LINES,
     bare,
+    code_lines,
     found_by,
     unconditional,
 )
@@ -58,7 +59,7 @@ def lock_apis(found: Found) -> Found:
             touched.setdefault(a.record, set()).add(a.member)
     for fn in found.functions.values():
         work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
-        if fn.end_line - fn.line > WRAPPER_LINES or len(work) > 2:
+        if code_lines(fn) > WRAPPER_LINES or len(work) > 2:
             continue
         prims = [c for c in work if _primitive(c)]
         if len(prims) != 1 or not unconditional(fn, prims[0]):
