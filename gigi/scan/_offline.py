@@ -478,16 +478,23 @@ def pops_of(fn: Function, guess: ResourceGuess) -> list:
     ]
 
 
+def locals_read(fn: Function) -> dict[str, set[str]]:
+    """What each of FN's locals was read from, over all its assignments (``m = p->d.last``:
+    m -> ngx_pool_data_t.last, ngx_pool_s.d, p)."""
+    read: dict[str, set[str]] = {}
+    for a in fn.assigns:
+        if "." not in a.target:
+            read.setdefault(a.target, set()).update(a.sources)
+    return read
+
+
 def bumps(fn: Function, mine: set[str]) -> list:
     """Allocations from an arena: a position the resource keeps moved past what the function
     hands out, which was read from it (``m = p->d.last; p->d.last = m + size; return m``;
     ``ret = &pool->memory[pool->pos]; pool->pos += n``; from the far end, ``end -= n``)."""
-    read = {}  # local -> what it was read from
-    for a in fn.assigns:
-        if "." not in a.target:
-            read.setdefault(a.target, set()).update(a.sources)
     if "*" not in fn.return_type:
         return []  # an arena hands out addresses, not a count or an id it moved on
+    read = locals_read(fn)
     returned = {s for _, srcs, _ in fn.returns for s in srcs}
     out = []
     for a in fn.assigns:
@@ -869,13 +876,14 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and BUFFER.match(a.member)
     ]
     # the log's or store's own data read or written: I/O or a copy through one of its members
-    holders = {n for t, n in fn.params if record_pattern(resource).search(t)}
     io = [
         c
         for c in fn.calls
         if IO.search(c.callee)
         and not _hidden_by_macro(c)
-        and any(_data_through(x, holders) for x in c.args[: 2 if MEMORY.match(c.callee) else None])
+        and any(
+            _data_through(x, holders_of) for x in c.args[: 2 if MEMORY.match(c.callee) else None]
+        )
     ]
     # a page written or read by a function named for it (pager_write(page)), not one that
     # only says it will not be (dont_write)
@@ -1576,10 +1584,7 @@ def arenas(
         if not moved_in & carvable.keys():
             continue
         returned = {s for _, srcs, _ in fn.returns for s in srcs}
-        read = {}
-        for a in fn.assigns:
-            if "." not in a.target:
-                read.setdefault(a.target, set()).update(a.sources)
+        read = locals_read(fn)
         handed = set().union(*(read.get(x, set()) for x in returned), returned)
         for rec in sorted(moved_in & carvable.keys()):
             byte_members = carvable[rec]
@@ -1612,10 +1617,7 @@ def arenas(
 def set_back(fn: Function, positions: list[str]) -> list:
     """Assignments that set an arena's position to a value not read from it (``pool->pos =
     new_size``, ``p->d.last = (u_char *) p + sizeof(*p)``): every block past it given back."""
-    read = {}
-    for a in fn.assigns:
-        if "." not in a.target:
-            read.setdefault(a.target, set()).update(a.sources)
+    read = locals_read(fn)
     # a block the function just made (new = malloc(...)) is set up, not set back
     made: set[str] = set()
     for a in sorted(fn.assigns, key=lambda a: a.line):  # and what is made of it

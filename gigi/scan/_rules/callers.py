@@ -109,10 +109,6 @@ def handed_through_calls(found: Found) -> Found:
     return replace(found, sites=(*found.sites, *added))
 
 
-def _param_type(fn, name: str) -> str:
-    return next((t for t, n in fn.params if n == name), "")
-
-
 def _named(call) -> str:
     """The function CALL calls: a method by its class, where the parse knows it (``cells.rm(i)``
     is ``llama_kv_cells::rm``), else its own name."""
@@ -191,7 +187,8 @@ def _kept(fn, call, mine: set[str]) -> str:
     if obj in fn.locals and is_status(fn, obj):
         return ""
     returned = returns_result_of(fn, call.callee)
-    params = {n for _, n in fn.params}
+    typed = {n: t for t, n in fn.params}
+    params = set(typed)
     stored = any(
         (a.target.split(".")[0] in mine or "." in a.target and a.target_base in params)
         and (a is into[0] or obj in a.sources)
@@ -203,7 +200,7 @@ def _kept(fn, call, mine: set[str]) -> str:
     linked = (
         obj in fn.locals
         and "*" in fn.locals[obj]
-        and any(bare(a) in params and "*" in _param_type(fn, bare(a)) for a in call.args)
+        and any("*" in typed.get(bare(a), "") for a in call.args)
         and not any(
             c is not call
             and obj in map(root, c.args)
