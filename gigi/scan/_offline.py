@@ -907,11 +907,17 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     return out
 
 
-# what a function that measures or reports on the resource is named for
-INTROSPECTS = re.compile(
-    r"(^|_)(stats?|statistics?|overhead|dump|print|format|report|describe|estimate|size_of"
-    r"|compute_size|num)(_|$)"
-)
+# what a function that reports on the resource is named for, and one that measures it
+REPORT_WORDS = r"stats?|statistics?|overhead|dump|print|format|report|describe"
+MEASURE_WORDS = r"estimate|size_of|compute_size|num"
+INTROSPECTS = re.compile(rf"(^|_)({REPORT_WORDS}|{MEASURE_WORDS})(_|$)")
+REPORTS_ON = re.compile(rf"(^|_)({REPORT_WORDS})(_|$)")
+
+
+def _snake(name: str) -> str:
+    """NAME's words, lower case, joined by underscores: ``getMemoryOverheadData`` is
+    ``get_memory_overhead_data``."""
+    return "_".join(_words(name))
 
 
 def introspects(name: str) -> bool:
@@ -926,12 +932,7 @@ def introspects(name: str) -> bool:
     >>> introspects("getLongFromObjectOrReply"), introspects("statlist_append")
     (False, False)
     """
-    return bool(INTROSPECTS.search("_".join(w.lower() for w in _words(name))))
-
-
-REPORTS_ON = re.compile(
-    r"(^|_)(stats?|statistics?|overhead|dump|print|format|report|describe)(_|$)"
-)
+    return bool(INTROSPECTS.search(_snake(name)))
 
 
 def reports_on(name: str) -> bool:
@@ -943,7 +944,7 @@ def reports_on(name: str) -> bool:
     >>> reports_on("getMemoryOverheadData"), reports_on("zcalloc_num")
     (True, False)
     """
-    return bool(REPORTS_ON.search("_".join(w.lower() for w in _words(name))))
+    return bool(REPORTS_ON.search(_snake(name)))
 
 
 def _use_line(fn: Function, data: list, io: list, mine: set[str]) -> int:
