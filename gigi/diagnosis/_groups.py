@@ -85,15 +85,16 @@ def _names(engine, tasks) -> dict[int, str]:
 
 
 def blame_by_culprit(engine, resource: str) -> dict[int, float]:
-    """culprit -> wait ns blamed on it, for one resource."""
+    """culprit -> wait ns blamed on it, for one resource, in whole nanoseconds: engines sum
+    in different orders, and ties must break by task id, not by rounding noise."""
     quoted = "'" + resource.replace("'", "''") + "'"
     return {
-        int(c): float(ns)
+        int(c): float(round(ns))
         for c, ns in engine.rows(
             f"SELECT culprit, sum(blame_ns) FROM metrics_blame WHERE resource = {quoted} "
             "GROUP BY culprit"
         )
-        if ns
+        if ns and round(ns)
     }
 
 
@@ -128,7 +129,8 @@ def culprit_groups(engine, weights: dict[int, float]) -> list[dict]:
             if by == "lineage":
                 entry["root_task"] = key
             entry |= {"blame_share": round(share, 4), "first_tasks": tasks[:5]}
-            found.append(entry)
-        found.sort(key=lambda g: (-g["blame_share"], -g["tasks"], str(g["name"])))
+            found.append((str(key), entry))
+        found.sort(key=lambda f: (-f[1]["blame_share"], -f[1]["tasks"], str(f[1]["name"]), f[0]))
+        found = [entry for _, entry in found]
         groups += found[:MOST]
     return groups
