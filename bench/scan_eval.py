@@ -4,9 +4,9 @@
 
 Real codebases first (tests/scan_real/*.json: Redis, nginx, libuv, memcached, httpd,
 PostgreSQL, pgbouncer, lighttpd, HAProxy, Unbound, mosquitto, libmicrohttpd, libevent,
-dnsmasq, APR, each fetched from Debian's source packages by tests/debian.py, and llama.cpp's KV
-cache in C++, from the llama-cpp-python source distribution; with function labels written
-from reading the code):
+dnsmasq, APR, curl, each fetched from Debian's source packages by tests/debian.py, and
+llama.cpp's KV cache in C++, from the llama-cpp-python source distribution; with function
+labels written from reading the code):
 the labeled files scanned offline in their whole tree, and per codebase and stage
 (proposed; verified) the labeled functions found, their kinds right, the functions with more
 than 3 sites, the decoys hit and the precision over every function of the labeled files, and
