@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gigi.scan._parse import Branch, Function, Member, Record
+from gigi.scan._parse import Branch, Function, Member, Record, file_record
 
 RESOURCE_NAME = re.compile(
     r"pool|cache|buf|frame|slot|scoreboard|log|wal|journal|lock|mdl|latch|queue|arena|free|lru"
@@ -1197,7 +1197,7 @@ def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
         ]
         returns = [r for r in fn.returns if b.line <= r[0] <= b.end_line]
         counts = [
-            m.split(".", 1)[1]
+            m
             for m in b.cond_members
             if _member_of(m, mine)
             and (
@@ -1206,18 +1206,16 @@ def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
                 or m.split(".", 1)[1] in stepped
             )
         ]
+        spelt = [_spelt(m, fn.file) for m in counts]
         none_left = any(
-            re.search(rf"(^|[(&|])(!{x}|{x}==({NULL})|{x}<=0)($|[)&|])", flat(b))
-            for m in counts
-            for x in [rf"[\w\[\]().>*-]*(->|\.){re.escape(m)}"]
+            re.search(rf"(^|[(&|])(!{x}|{x}==({NULL})|{x}<=0)($|[)&|])", flat(b)) for x in spelt
         )
         if none_left and more and not returns and take > b.end_line:
             why = f"branch taken when none is spare ({b.cond}): makes more, around {more[0]}"
             out.append((b.line, why))
         spare = any(
             re.search(rf"(^|&&)({x}|{x}!={NULL}|{NULL}!={x}|{x}>0|{x}!=0)(&&|$)", flat(b))
-            for m in counts
-            for x in [rf"[\w\[\]().>*-]*(->|\.){re.escape(m)}"]
+            for x in spelt
         )
         other = next((e for e in fn.branches if e.if_id == b.if_id and e.side == 1), None)
         # the else gives the local the then-branch took off the resource from a call instead
@@ -1258,6 +1256,15 @@ def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
                 out.append((a.line, why + f"nothing, makes one: {a.calls[0]}"))
                 return out
     return out
+
+
+def _spelt(member: str, file: str) -> str:
+    """A pattern for how code spells a member (``record.name``) read by a condition: through
+    a pointer or an object (``p->sl_curr``, ``pool.free``), or, for a variable of the
+    function's own file, by its name alone."""
+    record, name = member.split(".", 1)
+    through = rf"[\w\[\]().>*-]*(->|\.){re.escape(name)}"
+    return rf"(?:{through}|{re.escape(name)})" if record == file_record(file) else through
 
 
 # what makes a unit anew where none was spare

@@ -29,6 +29,15 @@ HEADER_SUFFIXES = (".h", ".hpp")
 UNNAMED = ("struct (", "union (", "class (", "(anonymous", "(unnamed")
 
 
+def file_record(file: str) -> str:
+    """The record a source file's own variables make (its statics and the globals it
+    defines): ``src/blockdata.c``'s ``keyblock_free`` and ``blockdata_count`` are the
+    members ``blockdata_c.keyblock_free`` and ``blockdata_c.blockdata_count``. C code keeps
+    many a free list, pool or queue in such variables rather than in a struct; as members of
+    one record they are read as a struct's are."""
+    return re.sub(r"\W", "_", Path(file).name)
+
+
 class ScanError(GigiError, ValueError):
     """The source tree or its compile flags cannot be scanned."""
 
@@ -404,6 +413,7 @@ class _Walker:
         self.path = os.path.realpath(path)
         self.unit = unit
         self.seen_records: set[str] = set()
+        self.seen_variables: set[str] = set()
         try:
             self.lines = Path(path).read_text(errors="replace").splitlines()
         except OSError:
@@ -460,6 +470,25 @@ class _Walker:
             and c.is_definition()
         ):
             self.function(c)
+        elif c.kind == K.VAR_DECL and self.root is not None and _defines(self.ci, c):
+            self.variable(c)
+
+    def variable(self, c) -> None:
+        """A variable the file defines, as a member of its file's record; not a record held by
+        value (``static slabclass_t slabclass[N]``), whose members are its own record's."""
+        if _by_value(self.ci, c.type):
+            return
+        name = file_record(self.unit.file)
+        if c.spelling in self.seen_variables:
+            return  # declared again (a tentative definition, then the one that initializes)
+        self.seen_variables.add(c.spelling)
+        if name not in self.seen_records:
+            self.seen_records.add(name)
+            self.unit.records.append(Record(name, self.unit.file, c.location.line, "file", ""))
+        element = _element_of(self.ci, c.type)
+        self.unit.members.append(
+            Member(name, c.spelling, c.type.spelling, _comment(c), c.location.line, element)
+        )
 
     # records and members
 
@@ -675,6 +704,11 @@ class _Body:
             name = c.spelling
             if name in self.fn.locals:
                 self.fn.uses_after.setdefault(name, []).append((c.location.line, self.path))
+            elif own := self.own_variable(c):
+                record, member = own.split(".", 1)
+                self.fn.accesses.append(
+                    Access(record, member, c.location.line, "read", "", self.path)
+                )
         for x in c.get_children():
             self.visit(x, loops)
 
@@ -882,11 +916,37 @@ class _Body:
         if m and m[0]:
             self.fn.accesses.append(Access(m[0], m[1], c.location.line, op, m[2], self.path))
 
+    def own_variable(self, c) -> str:
+        """``file_record.name`` for a reference to a variable of the function's own file (not
+        one of a header's, nor a local), else ""."""
+        if c.spelling in self.fn.locals:
+            return ""
+        ref = c.referenced
+        if ref is None or ref.kind != self.K.VAR_DECL:
+            return ""
+        parent = ref.semantic_parent
+        if parent is None or parent.kind != self.K.TRANSLATION_UNIT:
+            return ""
+        here = self.decl.location.file if self.decl is not None else None
+        there = ref.location.file
+        if here is None or there is None or here.name != there.name:
+            return ""
+        if _by_value(self.ci, ref.type):
+            return ""
+        return f"{file_record(self.fn.file)}.{c.spelling}"
+
     def member_op(self, c, op: str) -> None:
-        """Record a write-like access on the member ``c`` names (through subscripts too)."""
+        """Record a write-like access on the member ``c`` names (through subscripts too), or
+        on a variable of the file's own."""
         node = self.unwrap(c)
         if node is not None and node.kind == self.K.MEMBER_REF_EXPR:
             self.access(node, op)
+        elif node is not None and node.kind == self.K.DECL_REF_EXPR:
+            if own := self.own_variable(node):
+                record, member = own.split(".", 1)
+                self.fn.accesses.append(
+                    Access(record, member, node.location.line, op, "", self.path)
+                )
 
     def unwrap(self, c):
         """The expression under parentheses, implicit casts and subscripts."""
@@ -925,7 +985,7 @@ class _Body:
             if m:
                 return f"{m[0]}.{m[1]}", m[2]
         if node.kind == K.DECL_REF_EXPR:
-            return node.spelling, ""
+            return self.own_variable(node) or node.spelling, ""
         return _text(node), ""
 
     def calls_in(self, c) -> list[str]:
@@ -955,6 +1015,8 @@ class _Body:
                     out.append(f"{m[0]}.{m[1]}")
             elif x.kind == K.DECL_REF_EXPR and x.spelling in self.fn.locals:
                 out.append(x.spelling)
+            elif x.kind == K.DECL_REF_EXPR and (own := self.own_variable(x)):
+                out.append(own)
         return out
 
 
@@ -1247,6 +1309,27 @@ def _comment(c) -> str:
     return " ".join(
         line.strip().lstrip("/*! ").rstrip("*/ ").strip() for line in raw.splitlines()
     ).strip()
+
+
+def _defines(ci, c) -> bool:
+    """Whether a variable's declaration defines it here: not ``extern`` (``static int n;``
+    is a definition, though clang calls it a tentative one)."""
+    try:
+        return c.storage_class != ci.StorageClass.EXTERN
+    except ValueError:  # a storage class this libclang's bindings do not know
+        return c.is_definition()
+
+
+def _by_value(ci, t) -> bool:
+    """Whether type T is a record, or an array of them, held by value."""
+    for _ in range(4):
+        if t.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
+            t = t.element_type
+        elif t.kind in (ci.TypeKind.ELABORATED, ci.TypeKind.TYPEDEF):
+            t = t.get_canonical()
+        else:
+            break
+    return t.kind == ci.TypeKind.RECORD
 
 
 def _element_of(ci, t) -> str:

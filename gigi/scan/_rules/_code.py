@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from gigi.scan._offline import ResourceGuess, bare, made_from_params, root
+from gigi.scan._parse import file_record
 
 WRAPPER_LINES = 30  # a wrapper is short: its job is the call
 
@@ -36,8 +37,11 @@ def unconditional(fn, call) -> bool:
     call."""
     on_path = set(call.path)
     results = {a.target for a in fn.assigns if a.calls and "." not in a.target}
+    own = file_record(fn.file) + "."  # a setting of its file's picks an implementation
     return all(
-        not b.cond_members and not b.cond_calls and not set(b.cond_locals) & results
+        not [m for m in b.cond_members if not m.startswith(own)]
+        and not b.cond_calls
+        and not set(b.cond_locals) & results
         for b in fn.branches
         if (b.if_id, b.side) in on_path
     )

@@ -17,6 +17,7 @@ import re
 from dataclasses import replace
 
 from gigi.scan._offline import Candidate, ResourceGuess
+from gigi.scan._parse import file_record
 from gigi.scan._rules._code import (
     CHECKS,
     WRAPPER_LINES,
@@ -94,9 +95,10 @@ def _primitive(call) -> str:
 def _budget(fn) -> str:
     """What FN counts memory in: a global or a member it adds to or takes from (``+=``,
     ``-=``, an atomic add or subtract), or "" when it counts nothing."""
+    own = file_record(fn.file) + "."
     for a in fn.assigns:
         if a.op in ("+=", "-=") and a.target not in fn.locals and a.target:
-            return a.target
+            return a.target.removeprefix(own)  # a variable of its file's, by its name
     for c in fn.calls:
         if ATOMIC_COUNT.search(c.callee) and c.args:
             name = bare(c.args[0]).lstrip("&").strip()

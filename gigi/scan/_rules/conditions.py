@@ -43,7 +43,9 @@ def waits_on_conditions(found: Found) -> Found:
                 for c in fn.calls
                 if c.callee in waits and loop.line <= c.line <= loop.end_line and c.args
             ]
-            shared = loop.cond_globals
+            # globals of other files by name (the file's own are among its members)
+            named = {m.rsplit(".", 1)[-1] for m in loop.cond_members}
+            shared = [g for g in loop.cond_globals if g not in named]
             if not calls or not (loop.cond_members or shared):
                 continue
             resource = next(

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from gigi.scan._offline import Candidate, ResourceGuess
-from gigi.scan._parse import Assign, Function
+from gigi.scan._offline import Candidate, ResourceGuess, locals_read
+from gigi.scan._parse import Assign, Function, file_record
 from gigi.scan._rules._code import found_by
 from gigi.scan._rules._found import Found, Site
 
@@ -36,19 +36,23 @@ def global_free_lists(found: Found) -> Found:
             moves.setdefault(head, []).append(move)
     out: list[Site] = []
     guesses: dict[str, ResourceGuess] = {}
-    for head, ms in sorted(moves.items()):
+    for path, ms in sorted(moves.items()):
         if {m.kind for m in ms} != {"ACQUIRE", "RELEASE"}:
             continue
+        # the list is its file's record's, where that record is a resource; else its own
+        record = path.split(".", 1)[0] if "." in path else ""
+        head = record if record in found.by_name else _name(path)
+        name = _name(path)
         for m in ms:
             why = (
-                f"pops {m.obj} off the free list {head}"
+                f"pops {m.obj} off the free list {name}"
                 if m.kind == "ACQUIRE"
-                else f"pushes {m.obj} back onto the free list {head}"
+                else f"pushes {m.obj} back onto the free list {name}"
             )
             out.append(_site(m.fn, m.kind, m.line, head, m.obj, why))
             slow = _made_instead(m) if m.kind == "ACQUIRE" else None
             if slow is not None:
-                why = f"{head} is empty: a new object is made instead"
+                why = f"{name} is empty: a new object is made instead"
                 out.append(_site(m.fn, "WAIT", slow, head, m.obj, why))
         if head not in found.by_name:
             unit = _record(ms[0].fn, ms[0].obj)
@@ -68,13 +72,22 @@ def _site(fn: Function, kind: str, line: int, head: str, obj: str, why: str) -> 
 
 
 def _globals(fn: Function) -> set[str]:
-    """What FN assigns that is neither a local, a parameter nor a member: its globals."""
+    """What FN assigns that is neither a local, a parameter nor a member: its globals (its own
+    file's as members of the file's record, others' by name)."""
     mine = set(fn.locals) | {n for _, n in fn.params}
+    own = file_record(fn.file) + "."
     return {
         a.target
         for a in fn.assigns
-        if a.op == "=" and "." not in a.target and a.target and a.target not in mine
+        if a.op == "="
+        and a.target
+        and ("." not in a.target and a.target not in mine or a.target.startswith(own))
     }
+
+
+def _name(head: str) -> str:
+    """A global by its name (``reqpool``, not ``reqpool_c.reqpool``)."""
+    return head.rsplit(".", 1)[-1]
 
 
 def _names(a: Assign, name: str) -> bool:
@@ -87,29 +100,37 @@ def _moves(fn: Function):
     """(global, Move) for each pop and push FN makes on a global list head."""
     looped = [(lp.line, lp.end_line) for lp in fn.loops]
     params = {n for _, n in fn.params}
-    for head in _globals(fn):
+    heads = _globals(fn)
+    read = locals_read(fn)
+    for head in heads:
         sets = [a for a in fn.assigns if a.target == head and a.op == "="]
+        name = _name(head)
         for a in sets:
             if any(lo <= a.line <= hi for lo, hi in looped):
                 continue  # draining the list, or walking it
-            linked = [s for s in a.sources if "." in s]
+            linked = [s for s in a.sources if "." in s and s not in heads]
             objs = [s for s in a.sources if "." not in s]
             # pop: head = x->link, where x was read from the head
             if linked and len(objs) == 1:
                 x = objs[0]
                 took = any(
-                    b.target == x and b.line < a.line and _names(b, head) for b in fn.assigns
+                    b.target == x and b.line < a.line and _names(b, name) for b in fn.assigns
                 )
                 if took:
                     # where it is handed out, on every path (the slow one too), if it is
                     returned = [line for line, srcs, _ in fn.returns if srcs == [x]]
                     at = returned[-1] if returned else a.line
                     yield head, Move(fn, "ACQUIRE", at, x, a.path)
-            # push: x->link = head; head = x, x handed in
+            # push: x->link = head; head = x, x handed in; or a chain of them, linked through
+            # its last (``for (tmp = x; tmp->next; ...) ...; tmp->next = head; head = x``)
             elif not linked and len(objs) == 1 and objs[0] in params:
                 x = objs[0]
+                ends = {x} | {local for local, srcs in read.items() if x in srcs}
                 if any(
-                    b.target_base == x and "." in b.target and b.line < a.line and _names(b, head)
+                    b.target_base in ends
+                    and "." in b.target
+                    and b.line < a.line
+                    and _names(b, name)
                     for b in fn.assigns
                 ):
                     yield head, Move(fn, "RELEASE", a.line, x, a.path)
