@@ -1479,3 +1479,51 @@ def test_a_unit_a_call_links_into_what_it_was_handed_is_kept(tmp_path):
     gained, lost = _difference(tmp_path, {"q.c": LINKED_BY_CALLEE}, "handed_through_calls")
     assert {(f, k) for f, k, _, _ in gained} == {("queue_append", "ACQUIRE")}, gained
     assert lost == set()
+
+
+GROWS = """
+#include <stdlib.h>
+#include <string.h>
+typedef struct slot { int id; char data[60]; } slot;
+/* a pool of slots that grows when full */
+typedef struct slot_pool {
+    slot *elts; int count; int capacity; int n_used; int max_slots;
+} slot_pool;
+extern void note_full(slot_pool *p);
+
+slot *slot_pool_push(slot_pool *p) {
+    if (p->count == p->capacity) {
+        int n = p->capacity ? p->capacity * 2 : 4;
+        slot *more = malloc(n * sizeof(slot));
+        memcpy(more, p->elts, p->capacity * sizeof(slot));
+        free(p->elts);
+        p->elts = more;
+        p->capacity = n;
+    }
+    return &p->elts[p->count++];
+}
+
+/* refuses when full: a test of the limit that leaves it alone is no growth */
+slot *slot_pool_try_push(slot_pool *p) {
+    if (p->count >= p->capacity) {
+        note_full(p);
+        return NULL;
+    }
+    return &p->elts[p->count++];
+}
+
+/* a count stepped under its limit is a take, not a growth */
+slot *slot_pool_use(slot_pool *p) {
+    if (p->n_used < p->max_slots) {
+        p->n_used++;
+        note_full(p);
+    }
+    return p->elts;
+}
+"""
+
+
+def test_growing_when_full_is_the_slow_way_to_take(tmp_path):
+    gained, lost = _difference(tmp_path, {"slots.c": GROWS}, "grows_when_full")
+    assert gained == {("slot_pool_push", "WAIT", "slot_pool", "")}, gained
+    assert lost == set()

@@ -20,6 +20,7 @@ from gigi.scan._rules.callers import handed_through_calls
 from gigi.scan._rules.cas_locks import locks_by_compare_and_swap
 from gigi.scan._rules.conditions import waits_on_conditions
 from gigi.scan._rules.counts import counts_waited_for
+from gigi.scan._rules.grows import grows_when_full
 from gigi.scan._rules.holds import uses_within_holds
 from gigi.scan._rules.interface import at_the_interface
 from gigi.scan._rules.lists import linked_through_calls
@@ -49,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     linked_through_calls,
     global_free_lists,
     through_wrappers,
+    grows_when_full,
     waits_for_what_they_retry,
     slow_path_callees,
     handed_through_calls,
