@@ -2462,3 +2462,76 @@ def test_a_files_own_variables_are_a_record_and_may_be_a_pool(tmp_path):
     }
     assert not {f for f, _, _ in got} & {"block_stats"}
     assert {res for _, _, res in got} == {"blockpool_c"}
+
+
+FILE_LOCKS = """
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/file.h>
+#include <sys/sem.h>
+#include <time.h>
+#include <unistd.h>
+/* a cross-process lock over the platform's file locks and semaphores, its handle in a
+   member of a member */
+struct os_lock { int fd; int semid; };
+typedef struct proc_lock { struct os_lock os; int curr_locked; pthread_mutex_t m; } proc_lock;
+static struct flock lock_it = {F_WRLCK, SEEK_SET, 0, 0, 0};
+static struct flock unlock_it = {F_UNLCK, SEEK_SET, 0, 0, 0};
+static struct sembuf op_on = {0, -1, SEM_UNDO}, op_off = {0, 1, SEM_UNDO};
+
+int flock_acquire(proc_lock *l) {
+    int rc;
+    do
+        rc = flock(l->os.fd, LOCK_EX);
+    while (rc < 0 && errno == EINTR);  /* restarted when a signal came: no wait of its own */
+    if (rc < 0)
+        return errno;
+    l->curr_locked = 1;
+    return 0;
+}
+int flock_release(proc_lock *l) {
+    l->curr_locked = 0;
+    return flock(l->os.fd, LOCK_UN);
+}
+int fcntl_acquire(proc_lock *l) {
+    int rc = fcntl(l->os.fd, F_SETLKW, &lock_it);
+    l->curr_locked = 1;
+    return rc;
+}
+int fcntl_release(proc_lock *l) {
+    l->curr_locked = 0;
+    return fcntl(l->os.fd, F_SETLKW, &unlock_it);
+}
+int fcntl_flags(proc_lock *l) { return fcntl(l->os.fd, F_GETFL, 0); }  /* no lock */
+int sysv_acquire(proc_lock *l) {
+    l->curr_locked = 1;
+    return semop(l->os.semid, &op_on, 1);
+}
+int sysv_release(proc_lock *l) {
+    l->curr_locked = 0;
+    return semop(l->os.semid, &op_off, 1);
+}
+/* a timed lock waits with a deadline; a try does not wait */
+int timed_acquire(proc_lock *l, const struct timespec *deadline) {
+    if (deadline == NULL)
+        return pthread_mutex_trylock(&l->m);
+    return pthread_mutex_timedlock(&l->m, deadline);
+}
+"""
+
+
+def test_file_locks_and_semaphores_are_locks_by_what_they_are_handed(tmp_path):
+    _, got = _sites_by(tmp_path, "plock.c", FILE_LOCKS, r"^its job is")
+    assert got == {
+        ("flock_acquire", "ACQUIRE", "proc_lock.os"),
+        ("flock_release", "RELEASE", "proc_lock.os"),
+        ("fcntl_acquire", "ACQUIRE", "proc_lock.os"),
+        ("fcntl_release", "RELEASE", "proc_lock.os"),
+        ("sysv_acquire", "ACQUIRE", "proc_lock.os"),
+        ("sysv_release", "RELEASE", "proc_lock.os"),
+        ("timed_acquire", "ACQUIRE", "proc_lock.m"),
+        ("timed_acquire", "WAIT", "proc_lock.m"),
+    }, got
+    _, waits = _sites_by(tmp_path, "plock.c", FILE_LOCKS, r"")
+    assert ("flock_acquire", "WAIT") not in {(f, k) for f, k, _ in waits}

@@ -709,6 +709,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
         if walks(fn, loop) and not any(SLEEPS.search(c) for c in loop.body_calls):
             continue  # an iteration over the resource, not a retry
+        if INTERRUPTED.search(loop.cond) and not INTERRUPTED.sub("", loop.cond).count("errno"):
+            continue  # a call restarted when a signal interrupted it: no wait of its own
         if blocking or loop.infinite:
             named = ", ".join(dict.fromkeys(blocking))  # each callee once
             cand("WAIT", loop.line, f"loop around {named or 'a retry'}")
@@ -1265,6 +1267,10 @@ def _spelt(member: str, file: str) -> str:
     record, name = member.split(".", 1)
     through = rf"[\w\[\]().>*-]*(->|\.){re.escape(name)}"
     return rf"(?:{through}|{re.escape(name)})" if record == file_record(file) else through
+
+
+# a loop's test that a signal interrupted the call it restarts (errno == EINTR)
+INTERRUPTED = re.compile(r"\berrno\s*==\s*EINTR\b|\bEINTR\s*==\s*errno\b")
 
 
 # what makes a unit anew where none was spare

@@ -63,6 +63,7 @@ class Loop:
     cond_calls: list[str]
     body_calls: list[str]
     cond_globals: list[str] = field(default_factory=list)  # variables of file scope it reads
+    cond: str = ""  # the condition as its tokens spell it
 
 
 @dataclass
@@ -835,6 +836,7 @@ class _Body:
                 cond_calls,
                 body_calls,
                 cond_globals,
+                " ".join(_text(n) for n in cond_nodes),
             )
         )
         for x in kids:

@@ -27,7 +27,7 @@ from gigi.scan._rules._found import Found, Site
 LOCK_PRIMITIVES = {
     "pthread_mutex_lock": ("ACQUIRE",),
     "pthread_mutex_trylock": ("ACQUIRE",),
-    "pthread_mutex_timedlock": ("ACQUIRE",),
+    "pthread_mutex_timedlock": ("WAIT", "ACQUIRE"),  # a wait with a deadline
     "pthread_mutex_unlock": ("RELEASE",),
     "pthread_spin_lock": ("ACQUIRE",),
     "pthread_spin_trylock": ("ACQUIRE",),
@@ -36,8 +36,8 @@ LOCK_PRIMITIVES = {
     "pthread_rwlock_wrlock": ("ACQUIRE",),
     "pthread_rwlock_tryrdlock": ("ACQUIRE",),
     "pthread_rwlock_trywrlock": ("ACQUIRE",),
-    "pthread_rwlock_timedrdlock": ("ACQUIRE",),
-    "pthread_rwlock_timedwrlock": ("ACQUIRE",),
+    "pthread_rwlock_timedrdlock": ("WAIT", "ACQUIRE"),
+    "pthread_rwlock_timedwrlock": ("WAIT", "ACQUIRE"),
     "pthread_rwlock_unlock": ("RELEASE",),
     "sem_wait": ("WAIT", "ACQUIRE"),
     "sem_timedwait": ("WAIT", "ACQUIRE"),
@@ -46,6 +46,19 @@ LOCK_PRIMITIVES = {
     "pthread_cond_wait": ("WAIT",),
     "pthread_cond_timedwait": ("WAIT",),
 }
+
+# the platform's locks whose call takes or gives back by what it is handed: a file lock
+# (``flock(fd, LOCK_EX)``, ``LOCK_UN``; ``lockf(fd, F_LOCK, 0)``; ``fcntl(fd, F_SETLKW,
+# &unlock_it)``, the lock's kind in a struct named for it) or a System V semaphore
+# (``semop(id, &op_on, 1)``, ``&op_off``): which argument says it, and what says "give back"
+BY_ARGUMENT = {
+    "flock": (1, re.compile(r"LOCK_UN")),
+    "lockf": (1, re.compile(r"F_ULOCK")),
+    "fcntl": (2, re.compile(r"unl|UNLCK|release|_off\b", re.I)),
+    "semop": (1, re.compile(r"unl|release|_off\b|post|_up\b", re.I)),
+    "semtimedop": (1, re.compile(r"unl|release|_off\b|post|_up\b", re.I)),
+}
+FILE_LOCK_COMMANDS = re.compile(r"^F_(OFD_)?SETLKW?$")
 
 
 def lock_apis(found: Found) -> Found:
@@ -61,28 +74,39 @@ def lock_apis(found: Found) -> Found:
         work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
         if code_lines(fn) > WRAPPER_LINES or len(work) > 2:
             continue
-        prims = [c for c in work if _primitive(c)]
-        if len(prims) != 1 or not unconditional(fn, prims[0]):
+        prims = [c for c in work if _kinds(c)]
+        # one call, or one per way of taking the same lock (a try, a timed wait), each on
+        # its branch of a test of what the caller handed in
+        if not prims or not all(unconditional(fn, c) for c in prims):
             continue
-        if prims[0].loops and not _retries_on_interrupt(fn, prims[0]):
+        if any(c.loops and not _retries_on_interrupt(fn, c) for c in prims):
             continue
+        locks = {lock_name(fn, c.args[0] if c.args else "") for c in prims}
+        gives = {"RELEASE" in _kinds(c) for c in prims}
+        if len(locks) != 1 or len(gives) != 1:
+            continue
+        (lock,) = locks
         call = prims[0]
         primitive = _primitive(call)
-        lock = lock_name(fn, call.args[0] if call.args else "")
         record, _, member = lock.partition(".")
         if not lock or member and not touched.get(record, set()) - {member}:
             continue
         if lock not in found.by_name and lock not in guesses:
             sharing = "shared" if "rwlock" in primitive else "exclusive"
-            if primitive.startswith("sem_"):
+            if primitive.startswith("sem"):
                 sharing = "pool"
             guesses[lock] = found_by(
                 lock, fn, sharing, "", f"handed out by {fn.name} through {call.callee}"
             )
-        for kind in LOCK_PRIMITIVES[primitive]:
-            why = f"its job is {call.callee} on {lock}"
-            c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
-            out.append(Site(c, True, f"verified: {why}"))
+        done = set()
+        for call in prims:
+            for kind in _kinds(call):
+                if kind in done:
+                    continue
+                done.add(kind)
+                why = f"its job is {call.callee} on {lock}"
+                c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
+                out.append(Site(c, True, f"verified: {why}"))
     return replace(
         found,
         resources=(*found.resources, *guesses.values()),
@@ -94,10 +118,30 @@ def lock_apis(found: Found) -> Found:
 def _primitive(call) -> str:
     """The platform lock call CALL is: itself, or the one a lock macro of the code's own
     expanded to (a lock, checked, with a panic when it fails); "" for any other call."""
-    if call.callee in LOCK_PRIMITIVES:
+    if call.callee in LOCK_PRIMITIVES or call.callee in BY_ARGUMENT:
         return call.callee
     prims = [c for c in call.expands if c in LOCK_PRIMITIVES]
     return prims[0] if len(prims) == 1 else ""
+
+
+def _kinds(call) -> tuple[str, ...]:
+    """What CALL does to the lock it is handed, by the primitive it is (and, for one that
+    takes or gives back by an argument, by that argument); () for no lock call."""
+    primitive = _primitive(call)
+    if primitive in LOCK_PRIMITIVES:
+        return LOCK_PRIMITIVES[primitive]
+    if primitive not in BY_ARGUMENT:
+        return ()
+    at, gives = BY_ARGUMENT[primitive]
+    if (
+        len(call.args) <= at
+        or primitive == "fcntl"
+        and not (FILE_LOCK_COMMANDS.match(call.args[1].strip()))
+    ):
+        return ()  # fcntl for anything but a lock; too few arguments to say
+    if gives.search(call.args[at]):
+        return ("RELEASE",)
+    return ("WAIT", "ACQUIRE") if primitive == "semtimedop" else ("ACQUIRE",)
 
 
 def _retries_on_interrupt(fn, call) -> bool:
@@ -114,7 +158,10 @@ def lock_name(fn, arg: str) -> str:
     anything else (a local's own, an expression)."""
     name = bare(arg).lstrip("&").strip()
     name = re.sub(r"\s*\[.*\]$", "", name)  # one of a table of locks: item_locks[hv & mask]
-    member = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)", name)
+    # (a member of a member names the first: mutex->os.crossproc is apr_proc_mutex_t.os)
+    member = re.fullmatch(
+        r"([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)(?:\s*(?:->|\.)\s*\w+)*", name
+    )
     if member:  # of a record handed in, or reached through a local (b = barrier->b)
         record = _param_type(fn, member.group(1), locals_too=True)
         return f"{record}.{member.group(2)}" if record else ""
