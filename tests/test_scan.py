@@ -2535,3 +2535,29 @@ def test_file_locks_and_semaphores_are_locks_by_what_they_are_handed(tmp_path):
     }, got
     _, waits = _sites_by(tmp_path, "plock.c", FILE_LOCKS, r"")
     assert ("flock_acquire", "WAIT") not in {(f, k) for f, k, _ in waits}
+
+
+AVAILABLE = """
+#include <stddef.h>
+/* an arena whose position is named for the room it leaves (first_avail): moved forward, it
+   carves bytes out, and gives none back */
+typedef struct memnode { struct memnode *next; char *first_avail; char *endp; } memnode_t;
+
+void *node_carve(memnode_t *node, size_t size) {
+    char *mem;
+    if ((size_t)(node->endp - node->first_avail) < size)
+        return NULL;
+    mem = node->first_avail;
+    node->first_avail += size;
+    return mem;
+}
+
+void node_clear(memnode_t *node, char *start) { node->first_avail = start; }
+"""
+
+
+def test_an_arenas_position_moved_forward_gives_nothing_back(tmp_path):
+    r, got = _sites_by(tmp_path, "node.c", AVAILABLE, r"")
+    arena = next(g for g in r.resources if g.name == "memnode")
+    assert arena.positions == ["memnode.first_avail"]
+    assert {(f, k) for f, k, _ in got} == {("node_carve", "ACQUIRE"), ("node_clear", "RELEASE")}

@@ -822,7 +822,9 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         ),
         obj,
     )
-    effects = release_effects(fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free)
+    effects = release_effects(
+        fn, mine, links, obj, guess.sharing in ("shared", "exclusive"), free, guess.positions
+    )
     if takes:  # what a function that takes gives back on its way out on an error is an undo
         effects = [e for e in effects if not error_exit(fn, e.path)]
     if any(c.kind == "ACQUIRE" for c in out):
@@ -1355,10 +1357,12 @@ def release_effects(
     obj: str,
     locks: bool = True,
     free: set[str] = frozenset(),
+    positions: tuple[str, ...] | list[str] = (),
 ) -> list[Effect]:
     """Where the function gives units back: a count lowered, a flag cleared or a tail moved,
     an object put back on a list, free/put/delete, an unlock, or the object handed to a
-    function named for releasing it."""
+    function named for releasing it. An arena's position (``first_avail``, ``pos``) is no
+    count: moved forward, it carves; only set back does it give back (``set_back``)."""
     # what can be put back: the object handed in, or any parameter when it is not known
     objects = {obj} if obj else {n for _, n in fn.params}
     # units linked in front of a list's head (it->next = p->slots): pushed when the head is
@@ -1388,7 +1392,7 @@ def release_effects(
         # what is set on the list is the object itself (head = c), not what it links to
         # (head = c->next: a pop)
         value = re.sub(r"^\(\s*[\w\s]+\*+\s*\)\s*", "", a.text.split("=", 1)[-1].strip())
-        if gives_units(a):
+        if gives_units(a) and a.target not in positions:
             out.append(Effect(a.line, a.path, "count lowered"))
         elif (
             a.op == "="

@@ -353,7 +353,7 @@ def _release(
     positions: list[str] = (),
 ) -> Verdict:
     obj = c.object_expr if c.object_expr in fn.locals else ""
-    effects = release_effects(fn, mine, links, obj, free=free)
+    effects = release_effects(fn, mine, links, obj, free=free, positions=positions)
     effects += [
         Effect(a.line, a.path, "the arena's position set back") for a in set_back(fn, positions)
     ]
