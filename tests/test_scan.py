@@ -2561,3 +2561,42 @@ def test_an_arenas_position_moved_forward_gives_nothing_back(tmp_path):
     arena = next(g for g in r.resources if g.name == "memnode")
     assert arena.positions == ["memnode.first_avail"]
     assert {(f, k) for f, k, _ in got} == {("node_carve", "ACQUIRE"), ("node_clear", "RELEASE")}
+
+
+TRANSFER_ROUNDS = """
+#include <unistd.h>
+/* a log whose writer sends what it holds in rounds: moving data, not waiting for room */
+struct log_entry { struct log_entry *next; char payload[256]; int offset; int length; };
+typedef struct log_queue {
+    struct log_entry *entries; struct log_entry *free_entries; int fd; int n_queued; int max_logs;
+} log_queue;
+extern int read_write(int fd, char *buf, int len);
+
+void log_write_out(log_queue *q) {
+    while (q->entries) {
+        struct log_entry *e = q->entries;
+        if (read_write(q->fd, e->payload + e->offset, e->length) < 0)
+            return;
+        q->entries = e->next;
+        e->next = q->free_entries;
+        q->free_entries = e;
+        q->n_queued--;
+    }
+}
+
+/* one that sleeps until the writer has made room waits */
+void log_wait_room(log_queue *q) {
+    while (q->n_queued >= q->max_logs) {
+        log_write_out(q);
+        usleep(1000);
+    }
+}
+"""
+
+
+def test_a_loop_that_moves_data_in_rounds_is_no_wait(tmp_path):
+    r = _sites_by(tmp_path, "logq.c", TRANSFER_ROUNDS, r"")[0]
+    waits = {c.function for c in r.verified() if c.kind == "WAIT"}
+    assert waits == {"log_wait_room"}, waits
+    why = [w for c, ok, w in r.candidates if c.function == "log_write_out" and c.kind == "WAIT"]
+    assert why and all("moves data (read_write)" in w for w in why), why

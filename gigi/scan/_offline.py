@@ -313,6 +313,30 @@ BLOCKING = re.compile(
 
 
 SLEEPS = re.compile(r"wait|sleep|yield|futex|sem_wait", re.I)
+# calls that move data (``read_write``, ``net__write``, ``sendmsg``): a loop around them alone
+# transfers what it has, in as many rounds as it takes; it waits for nothing
+TRANSFERS = re.compile(r"^(p?read|p?write|readv|writev|recv\w*|send\w*|x?fer)$")
+WAITS = re.compile(r"wait|sleep|yield|futex|poll|select|lock|evict|flush|sync|backoff|busy")
+
+
+def transfers(callee: str) -> bool:
+    """Whether CALLEE is named for moving data and for nothing that waits, nor for trying to
+    take something (``walTryBeginRead`` begins a read transaction: an attempt to acquire).
+
+    >>> transfers("read_write"), transfers("net__write"), transfers("epoll_wait")
+    (True, True, False)
+    >>> transfers("walTryBeginRead")
+    False
+    """
+    words = [w.lower() for w in _words(callee)]
+    return (
+        any(TRANSFERS.match(w) for w in words)
+        and not WAITS.search(callee.lower())
+        and "try" not in words
+        and not any(ACQUIRE_NAME.fullmatch(w) for w in words)
+    )
+
+
 # the synchronization that guards a resource's own bookkeeping, not a lock one hands out
 GUARD = re.compile(
     r"pthread_mutex|pthread_spin|pthread_cond|mutex_enter|mutex_leave|lock_guard|unique_lock"

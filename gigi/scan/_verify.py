@@ -51,6 +51,7 @@ from gigi.scan._offline import (
     slow_branches,
     slow_calls,
     takes_units,
+    transfers,
     walks,
 )
 from gigi.scan._parse import Function
@@ -320,6 +321,9 @@ def _wait(
     blocking = [x for x in loop.body_calls + loop.cond_calls if BLOCKING.search(x)]
     if not blocking:
         return Verdict(False, "the loop neither blocks, sleeps, waits, does I/O nor evicts")
+    if all(transfers(x) for x in blocking):
+        moves = ", ".join(sorted(set(blocking)))
+        return Verdict(False, f"the loop moves data ({moves}) in rounds: work, not a wait")
     guard = ", ".join(state) if state else ", ".join(loop.cond_calls) or "retrying forever"
     return Verdict(True, f"loop guarded by {guard} around {', '.join(sorted(set(blocking)))}")
 
