@@ -1462,15 +1462,16 @@ def same_path(a: tuple, b: tuple) -> bool:
 
 
 def _bookkeeping(member: str) -> bool:
-    """Counters, flags and links, what a unit is (its type, its encoding, its state), when
-    it was last touched (its LRU clock, its expiry) and how it is set up (its conf): the
-    resource's accounting, replacement policy and settings, not its data."""
+    """Counters, flags and links, what a unit is (its type, its encoding, its state, its id
+    or its class's: ``uid``, ``slabs_clsid``), how long its data is (``klen``), when it was
+    last touched (its LRU clock, its expiry) and how it is set up (its conf): the resource's
+    accounting, replacement policy and settings, not its data."""
     return bool(
         COUNTER.search(member)
         or FLAG.search(member)
         or LINK.search(member)
         or CAPACITY.search(member)
-        or re.search(r"flags?$|^i?key$|^pgno$|^id$|_id$", member, re.I)
+        or re.search(r"flags?$|^i?key$|^pgno$|(^|_)[a-z]{0,3}id$|[a-z_]len$|^length$", member, re.I)
         or re.search(r"^(type|kind|encoding|state|status|mode)$", member, re.I)
         or re.search(r"lru|lfu|^(a|m)?time$|_time$|clock|stamp|expir|ttl$", member, re.I)
         or re.search(r"^(conf|config|cfg|settings?|opts|options)$|_(conf|config|cfg)$", member)
