@@ -2603,3 +2603,31 @@ def test_a_loop_that_moves_data_in_rounds_is_no_wait(tmp_path):
     assert waits == {"log_wait_room"}, waits
     why = [w for c, ok, w in r.candidates if c.function == "log_write_out" and c.kind == "WAIT"]
     assert why and all("moves data (read_write)" in w for w in why), why
+
+
+POOL_REFERENCES = """
+typedef struct block { struct block *next; char data[64]; } block_t;
+typedef struct mem_pool { block_t *free_blocks; unsigned n_free; unsigned max_blocks; } mem_pool_t;
+/* an array draws from its pool: a pointer named for what it points to keeps no list */
+typedef struct array { mem_pool_t *pool; int nelts; } array_t;
+/* a set of idle pools does keep a list of them */
+typedef struct pool_set { mem_pool_t *idle_pools; unsigned n_idle; } pool_set_t;
+void array_init(array_t *a, mem_pool_t *p) { a->pool = p; a->nelts = 0; }
+block_t *pool_get(mem_pool_t *p) {
+    block_t *b = p->free_blocks;
+    if (b) { p->free_blocks = b->next; p->n_free--; }
+    return b;
+}
+void pool_put(mem_pool_t *p, block_t *b) {
+    b->next = p->free_blocks;
+    p->free_blocks = b;
+    p->n_free++;
+}
+"""
+
+
+def test_a_pointer_named_for_its_pool_is_no_list_of_pools(tmp_path):
+    r, got = _sites_by(tmp_path, "pools.c", POOL_REFERENCES, r"")
+    pool = next(g for g in r.resources if g.name == "mem_pool")
+    assert pool.keepers == ["pool_set"], pool.keepers
+    assert not {f for f, _, _ in got} & {"array_init"}, got

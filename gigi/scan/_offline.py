@@ -637,18 +637,21 @@ def _kept_free(g: ResourceGuess, by_record: dict[str, list[Member]]) -> None:
     cycle's list of free connections, ``free_connections``, with its count,
     ``free_connection_n``): a list of free units is the pool's, whoever holds its head."""
     own = {g.name, *g.elements}
+    named = {w.lower() for w in _words(g.name)}
     for rec, ms in by_record.items():
         if rec == g.name:
             continue
         # an object's pointer named for the resource (page->pCache) is its way back, not
         # a list; a record the resource's objects point to may keep their free list too
-        # (a connection's server, with its pool of free connections)
+        # (a connection's server, with its pool of free connections); a pointer named only
+        # for what the resource is (an array's ``pool``, of apr_pool_t) is the pool it
+        # draws from, not a list of pools
         lists = [
             m
             for m in ms
             if m.element == g.name
             and "*" in m.type
-            and FREE_LIST.search(m.name)
+            and any(FREE_LIST.search(w) and w.lower() not in named for w in _words(m.name))
             and not (rec in own and _names_record(m.name, {g.name}))
         ]
         for head in lists:
