@@ -1527,3 +1527,48 @@ def test_growing_when_full_is_the_slow_way_to_take(tmp_path):
     gained, lost = _difference(tmp_path, {"slots.c": GROWS}, "grows_when_full")
     assert gained == {("slot_pool_push", "WAIT", "slot_pool", "")}, gained
     assert lost == set()
+
+
+SLOT_CLAIMS = """
+#include <stdlib.h>
+#include <time.h>
+/* forward records on a list: one whose server is unset is free for a new query */
+struct server { int fd; };
+struct frec { struct frec *next; struct server *sentto; time_t time; unsigned short id; };
+struct daemon { struct frec *frec_list; int max_frecs; int n_frecs; };
+extern struct daemon *daemon;
+
+struct frec *get_free_frec(time_t now) {
+    struct frec *f, *target = NULL;
+    for (f = daemon->frec_list; f; f = f->next)
+        if (!f->sentto)
+            target = f;
+    if (target)
+        target->time = now;
+    return target;
+}
+
+/* a lookup picks by what it is asked for: no claim */
+struct frec *lookup_frec(unsigned short id) {
+    struct frec *f;
+    for (f = daemon->frec_list; f; f = f->next)
+        if (f->id == id)
+            return f;
+    return NULL;
+}
+
+/* counting the free ones hands out none */
+int count_free(void) {
+    int n = 0;
+    for (struct frec *f = daemon->frec_list; f; f = f->next)
+        if (!f->sentto)
+            n++;
+    return n;
+}
+"""
+
+
+def test_a_unit_found_free_by_its_state_and_claimed_is_taken(tmp_path):
+    gained, lost = _difference(tmp_path, {"fwd.c": SLOT_CLAIMS}, "claims_free_slots")
+    assert {(f, k, o) for f, k, _, o in gained} == {("get_free_frec", "ACQUIRE", "target")}
+    assert lost == set()

@@ -29,6 +29,7 @@ from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
 from gigi.scan._rules.objects import objects_through_calls
 from gigi.scan._rules.retries import waits_for_what_they_retry
+from gigi.scan._rules.slots import claims_free_slots
 from gigi.scan._rules.slow_paths import slow_path_callees
 from gigi.scan._rules.stacks import global_free_lists
 from gigi.scan._rules.verified import verified
@@ -49,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     locks_by_compare_and_swap,
     linked_through_calls,
     global_free_lists,
+    claims_free_slots,
     through_wrappers,
     grows_when_full,
     waits_for_what_they_retry,
