@@ -3,7 +3,8 @@ resource's units (a list, or an array of slots) and picks the one whose member s
 holds it (``if (!f->sentto) target = f``, ``if (slots[i].pid == 0)``), then hands it out
 or sets it up for itself (``target->time = now``), ACQUIREs it. A lookup picks a unit by
 what the caller asked for (a key equal to a parameter) and takes nothing; a walk that only
-counts the free units hands out none."""
+counts the free units hands out none; one named for making room (an eviction that finds an
+unpinned victim) is the slow path of its callers' WAIT."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import replace
 from gigi.scan._offline import NULL, Candidate, lifecycle, reports_on, walks
 from gigi.scan._parse import Function
 from gigi.scan._rules._found import Found, Site
+from gigi.scan._rules.slow_paths import MAKES_ROOM
 
 
 def claims_free_slots(found: Found) -> Found:
@@ -20,7 +22,8 @@ def claims_free_slots(found: Found) -> Found:
     out = []
     for key, fn in sorted(found.functions.items()):
         short = fn.name.split("::")[-1]
-        if key in taking or lifecycle(short) or reports_on(short):
+        # (one named for making room, a victim found unpinned, is its callers' slow path)
+        if key in taking or lifecycle(short) or reports_on(short) or MAKES_ROOM.search(short):
             continue
         claim = _claim(fn, found.owners)
         if claim is None:
