@@ -571,6 +571,8 @@ def test_an_arena_is_found_by_what_carving_does(tmp_path):
     assert got == {
         ("region_carve", "ACQUIRE", "region"),
         ("region_rewind", "RELEASE", "region"),
+        # the bytes it keeps, moved to the front before the rest goes back: a use
+        ("region_rewind", "USE", "region"),
         ("reply_hold", "ACQUIRE", "reply"),
         ("reply_destroy", "RELEASE", "reply"),
     }

@@ -309,6 +309,31 @@ void pcache_scrub_release(pcache_t *c, page_t *pg)
     assert {(f, k) for f, k, _, _ in lost} == {("pcache_scrub_release", "USE")}, lost
 
 
+def test_data_moved_into_what_was_taken_is_a_use_of_it():
+    """Reading into a buffer just taken (or writing one out before it goes back) moves data
+    through it: a USE, where touching its fields as part of the take is not."""
+    from gigi.scan._offline import Candidate
+    from gigi.scan._rules import Found, Site
+    from gigi.scan._rules.moves import uses_inside_a_move
+
+    def site(fn, kind, line, why):
+        return Site(Candidate("p.c", fn, line, kind, "conn", "", "1", "heuristic", why), True, "")
+
+    found = Found({}, (), (), (
+        site("packet_read", "ACQUIRE", 10, "takes units"),
+        site("packet_read", "USE", 14, "works through packet.payload, net_read()"),
+        site("packet_take", "ACQUIRE", 20, "takes units"),
+        site("packet_take", "USE", 21, "works through packet.pos"),
+        site("packet_send", "USE", 30, "works through net_write()"),
+        site("packet_send", "RELEASE", 31, "gives units back"),
+        site("packet_late", "RELEASE", 40, "gives units back"),
+        site("packet_late", "USE", 41, "works through net_write()"),
+    ))  # fmt: skip
+    kept = {(c.function, c.kind) for c, ok, _ in uses_inside_a_move(found).sites if ok}
+    uses = {f for f, k in kept if k == "USE"}
+    assert uses == {"packet_read", "packet_send"}, uses
+
+
 def test_a_miss_waits_on_the_resource_it_looked_up(tmp_path):
     gained, lost = _difference(tmp_path, {"cache.c": PAGE + MISS}, "waits_on_what_they_missed")
     assert gained == {("pager_get", "WAIT", "pcache", "")}

@@ -1,5 +1,7 @@
 """A function that acquires or releases a resource touches its data as part of that: its
-accesses are not a USE of their own."""
+accesses are not a USE of their own. Data it moves through a call (a copy, a read, a write)
+into what it took, after the take, or out of what it gives back, before the release, is:
+filling a block just allocated, or draining a buffer before it goes back, uses it."""
 
 from __future__ import annotations
 
@@ -11,17 +13,26 @@ WHY = "the function acquires or releases; its accesses are part of that"
 
 
 def uses_inside_a_move(found: Found) -> Found:
-    moves = {
-        (c.file, c.function, c.resource)
-        for c, ok, _ in found.sites
-        if ok and c.kind in ("ACQUIRE", "RELEASE")
-    }
-    return replace(
-        found,
-        sites=tuple(
-            Site(c, False, WHY)
-            if ok and c.kind == "USE" and (c.file, c.function, c.resource) in moves
-            else Site(c, ok, why)
-            for c, ok, why in found.sites
-        ),
+    moves: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
+    for c, ok, _ in found.sites:
+        if ok and c.kind in ("ACQUIRE", "RELEASE"):
+            moves.setdefault((c.file, c.function, c.resource), []).append((c.kind, c.line))
+    out = []
+    for c, ok, why in found.sites:
+        around = moves.get((c.file, c.function, c.resource))
+        if ok and c.kind == "USE" and around and not _moves_data(c, around):
+            out.append(Site(c, False, WHY))
+        else:
+            out.append(Site(c, ok, why))
+    return replace(found, sites=tuple(out))
+
+
+def _moves_data(c, around: list[tuple[str, int]]) -> bool:
+    """Whether the USE C moves data through a call (its reason names one: ``memcpy()``)
+    after the function's take or before its release."""
+    if "()" not in c.why:
+        return False
+    return any(
+        kind == "ACQUIRE" and c.line > line or kind == "RELEASE" and c.line < line
+        for kind, line in around
     )
