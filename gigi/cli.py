@@ -772,6 +772,15 @@ def scan(
         f"(parse {st['parse_s']:.1f} s); {st['diagnostics']} parse diagnostics "
         f"({st['errors']} errors)"
     )
+    for e in st.get("commonest_errors", []):
+        files = "1 file" if e["files"] == 1 else f"{e['files']} files"
+        typer.echo(f"  {e['count']:4d} x {e['message']} (in {files})")
+    if any("file not found" in e["message"] for e in st.get("commonest_errors", [])):
+        typer.echo(
+            "  a header the tree does not hold: run its configure step (which makes config.h\n"
+            "  and the like), or pass --compile-commands, or --include and --define as its\n"
+            "  build does; what does not parse is not scanned"
+        )
     if "llm" in st:
         from gigi.scan._llm import summary_line
 

@@ -149,6 +149,23 @@ def test_cli_writes_sites_the_diagnosis_accepts(tmp_path, capsys):
     assert main(["scan", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
 
 
+def test_cli_names_the_commonest_parse_errors_and_what_to_do(tmp_path, capsys):
+    """A tree not configured: the header its configure step makes is missing, and the
+    errors after it follow from that; the scan says so first, and what would help."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "pool.c").write_text(
+        '#include "config.h"\nint pool_size(void) { return POOL_SIZE + PACKAGE_COUNT; }\n'
+    )
+    assert main(["scan", str(src), "--out", str(tmp_path / "out")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    errors = [x.strip() for x in lines[1:] if " x " in x]
+    assert errors[0] == "1 x 'config.h' file not found (in 1 file)", lines
+    assert any("run its configure step" in x for x in lines), lines
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["stats"]["commonest_errors"][0]["message"] == "'config.h' file not found"
+
+
 # --- the OpenAI path, for real, over loopback HTTP ---------------------------------------------
 
 RESOURCES = {"conn_pool": ("pool", "connections", ["conn"])}

@@ -172,6 +172,7 @@ def scan(
         # of which errors: a header not found, flags the build's and not the parse's (a
         # warning, such as gcc's gnu_printf, changes nothing the scan reads)
         "errors": sum(d.severity in ("error", "fatal") for u in units for d in u.diagnostics),
+        "commonest_errors": commonest_errors(units),
         "parse_s": round(parse_s, 3),
         "recall_s": round(recall_s, 3),
         "verify_s": round(sum(rule_s.values()), 3),
@@ -188,6 +189,19 @@ def scan(
         stats,
         unconfirmed=[g for g in found.resources if g.name not in sited],
     )
+
+
+def commonest_errors(units, most: int = 3) -> list[dict]:
+    """The parse's commonest error messages, fatal ones (a header not found, the cause of
+    the errors after it) first, each with how often it came and in how many files."""
+    seen: dict[str, tuple[bool, int, set[str]]] = {}
+    for u in units:
+        for d in u.diagnostics:
+            if d.severity in ("error", "fatal"):
+                fatal, count, files = seen.get(d.message, (False, 0, set()))
+                seen[d.message] = (fatal or d.severity == "fatal", count + 1, files | {d.file})
+    ranked = sorted(seen.items(), key=lambda kv: (not kv[1][0], -kv[1][1], kv[0]))[:most]
+    return [{"message": m, "count": c, "files": len(f)} for m, (_, c, f) in ranked]
 
 
 # --- output ------------------------------------------------------------------------------------
