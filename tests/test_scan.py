@@ -2650,3 +2650,19 @@ def test_a_pointer_named_for_its_pool_is_no_list_of_pools(tmp_path):
     pool = next(g for g in r.resources if g.name == "mem_pool")
     assert pool.keepers == ["pool_set"], pool.keepers
     assert not {f for f, _, _ in got} & {"array_init"}, got
+
+
+def test_a_condition_that_starts_with_a_macro_is_spelt_where_it_is_used(tmp_path):
+    """libclang spells an expression that starts with a macro of the same file from the
+    macro's definition on: the if's own text, between its parentheses, is used instead."""
+    (tmp_path / "m.c").write_text(
+        "struct l { unsigned count; };\n#define size_of(X) ((X)->count)\n"
+        "int full(struct l *q, unsigned max) {\n"
+        "    if (size_of(q) >= max) return 1;\n"
+        "    while (size_of(q) > max) q->count--;\n"
+        "    return 0;\n}\n"
+    )
+    r = scan(tmp_path, jobs=1)
+    fn = next(f for u in r.units for f in u.functions if f.name == "full")
+    assert [b.cond for b in fn.branches] == ["size_of ( q ) >= max"]
+    assert [lp.cond for lp in fn.loops] == ["size_of ( q ) > max"]

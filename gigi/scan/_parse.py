@@ -761,9 +761,10 @@ class _Body:
     def branch(self, me: int, side: int, cond, kid, stmt) -> None:
         K = self.K
         reads = self.reads(cond)
-        # a condition that starts with a macro (NULL != c) has no tokens of its own: the
-        # if statement's, between its parentheses, spell it
-        text = _text(cond) or _parenthesized(_text(stmt))
+        # a condition that starts with a macro (NULL != c) has no tokens of its own, or ones
+        # that start at the macro's definition: the if statement's, between its
+        # parentheses, spell it
+        text = _text(cond, within=stmt) or _parenthesized(_text(stmt))
         self.fn.branches.append(
             Branch(
                 me,
@@ -818,6 +819,8 @@ class _Body:
             cond_calls += [x.spelling for x in n.walk_preorder() if x.kind == K.CALL_EXPR]
             cond_globals += self.globals_read(n)
         text = _text(c)
+        spelt = [_text(n, within=c) for n in cond_nodes]
+        cond_text = " ".join(spelt) if all(spelt) else _parenthesized(text)
         infinite = (c.kind == K.FOR_STMT and text.replace(" ", "").startswith("for(;;)")) or (
             c.kind == K.WHILE_STMT and text.replace(" ", "").startswith(("while(1)", "while(true)"))
         )
@@ -836,7 +839,7 @@ class _Body:
                 cond_calls,
                 body_calls,
                 cond_globals,
-                " ".join(_text(n) for n in cond_nodes),
+                cond_text,
             )
         )
         for x in kids:
@@ -1203,17 +1206,31 @@ def _written_args(c) -> list[str]:
 TEXT_MAX = 300  # characters of an expression's or statement's text the scan keeps
 
 
-def _text(c) -> str:
+def _text(c, within=None) -> str:
     """The first TEXT_MAX characters of C's tokens, spelt with a space between each. The
     tokens are read only as far as that: spelling a whole loop or function to keep its first
-    line (yyparse, 10k lines of tokens, once for each loop nested in it) cost minutes."""
+    line (yyparse, 10k lines of tokens, once for each loop nested in it) cost minutes.
+    With WITHIN (the statement C is part of), "" when the tokens start above it in its file:
+    an expression that starts with a macro defined there is spelt from the macro's
+    definition on."""
     out, n = [], 0
     for t in c.get_tokens():
+        if within is not None and not out and _above(t.location, within.extent.start):
+            return ""
         out.append(t.spelling)
         n += len(out[-1]) + 1
         if n > TEXT_MAX:
             break
     return " ".join(out)[:TEXT_MAX]
+
+
+def _above(at, start) -> bool:
+    return (
+        at.file is not None
+        and start.file is not None
+        and at.file.name == start.file.name
+        and at.line < start.line
+    )
 
 
 def _parenthesized(text: str) -> str:
