@@ -1597,3 +1597,53 @@ def test_a_unit_found_free_by_its_state_and_claimed_is_taken(tmp_path):
     gained, lost = _difference(tmp_path, {"fwd.c": SLOT_CLAIMS}, "claims_free_slots")
     assert {(f, k, o) for f, k, _, o in gained} == {("get_free_frec", "ACQUIRE", "target")}
     assert lost == set()
+
+
+CONTAINER_POOL = """
+#include <stdlib.h>
+#include <unistd.h>
+/* a generic list library: its elements untyped, its size a macro */
+typedef struct sblist { size_t itemsize, blockitems, count, capa; char *items; } sblist;
+#define sblist_getsize(X) ((X)->count)
+int sblist_add(sblist *l, void *item);
+void sblist_delete(sblist *l, size_t idx);
+void *sblist_get(sblist *l, size_t idx);
+struct config { unsigned maxclients; int quit; };
+extern struct config *config;
+struct child { int done; int fd; };
+static sblist *childs;
+static sblist *names;  /* a list no one waits for room in: only a collection */
+
+static void collect_children(void) {
+    for (size_t i = 0; i < sblist_getsize(childs);) {
+        struct child *c = *(struct child **)sblist_get(childs, i);
+        if (c->done) { sblist_delete(childs, i); free(c); } else i++;
+    }
+}
+extern int start_worker(struct child *c);
+void accept_loop(int listenfd) {
+    while (!config->quit) {
+        collect_children();
+        if (sblist_getsize(childs) >= config->maxclients) {
+            usleep(16);  /* full: wait for a worker to finish */
+            continue;
+        }
+        struct child *c = malloc(sizeof *c);
+        if (!sblist_add(childs, &c))
+            continue;
+        if (start_worker(c) != 0)
+            sblist_delete(childs, sblist_getsize(childs) - 1);  /* undone */
+    }
+}
+void remember(const char *name) { sblist_add(names, (void *)&name); }
+"""
+
+
+def test_a_pool_in_a_generic_container_shows_by_the_wait_for_room(tmp_path):
+    gained, lost = _difference(tmp_path, {"child.c": CONTAINER_POOL}, "pools_in_containers")
+    assert {(f, k, r) for f, k, r, _ in gained} == {
+        ("accept_loop", "WAIT", "childs"),
+        ("accept_loop", "ACQUIRE", "childs"),
+        ("collect_children", "RELEASE", "childs"),
+    }, gained
+    assert lost == set()

@@ -19,6 +19,7 @@ from gigi.scan._rules.allocators import allocators_with_a_budget
 from gigi.scan._rules.callers import handed_through_calls
 from gigi.scan._rules.cas_locks import locks_by_compare_and_swap
 from gigi.scan._rules.conditions import waits_on_conditions
+from gigi.scan._rules.containers import pools_in_containers
 from gigi.scan._rules.counts import counts_waited_for
 from gigi.scan._rules.grows import grows_when_full
 from gigi.scan._rules.holds import uses_within_holds
@@ -47,6 +48,7 @@ RULES: tuple[Rule, ...] = (
     waits_on_conditions,
     allocators_with_a_budget,
     counts_waited_for,
+    pools_in_containers,
     locks_by_compare_and_swap,
     linked_through_calls,
     global_free_lists,
