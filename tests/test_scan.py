@@ -2666,3 +2666,16 @@ def test_a_condition_that_starts_with_a_macro_is_spelt_where_it_is_used(tmp_path
     fn = next(f for u in r.units for f in u.functions if f.name == "full")
     assert [b.cond for b in fn.branches] == ["size_of ( q ) >= max"]
     assert [lp.cond for lp in fn.loops] == ["size_of ( q ) > max"]
+
+
+def test_a_cpp_files_namespace_variables_are_its_record_too(tmp_path):
+    (tmp_path / "pool.cc").write_text(
+        "struct block { block *next; char data[64]; };\n"
+        "namespace {\nblock *free_blocks;\nunsigned blocks_used;\n}\n"
+        "block *block_get() {\n    block *b = free_blocks;\n    if (!b) return nullptr;\n"
+        "    free_blocks = b->next;\n    blocks_used++;\n    return b;\n}\n"
+        "void block_put(block *b) { b->next = free_blocks; free_blocks = b; blocks_used--; }\n"
+    )
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.resource) for c in r.verified()}
+    assert {("block_get", "ACQUIRE", "pool_cc"), ("block_put", "RELEASE", "pool_cc")} <= got, got

@@ -929,8 +929,8 @@ class _Body:
         ref = c.referenced
         if ref is None or ref.kind != self.K.VAR_DECL:
             return ""
-        parent = ref.semantic_parent
-        if parent is None or parent.kind != self.K.TRANSLATION_UNIT:
+        parent = ref.semantic_parent  # the file's scope, or a namespace's in it (C++)
+        if parent is None or parent.kind not in (self.K.TRANSLATION_UNIT, self.K.NAMESPACE):
             return ""
         here = self.decl.location.file if self.decl is not None else None
         there = ref.location.file
