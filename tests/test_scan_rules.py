@@ -1647,3 +1647,49 @@ def test_a_pool_in_a_generic_container_shows_by_the_wait_for_room(tmp_path):
         ("collect_children", "RELEASE", "childs"),
     }, gained
     assert lost == set()
+
+
+ROOM = """
+typedef struct conn { struct conn *data; int close; void (*handler)(struct conn *); } conn_t;
+/* a cycle keeps the free connections, their count, and the idle ones it may close */
+typedef struct cycle {
+    conn_t *free_connections; unsigned free_connection_n; unsigned connection_n;
+    conn_t *idle[32]; unsigned idle_n;
+} cycle_t;
+
+conn_t *get_connection(cycle_t *cycle) {
+    conn_t *c = cycle->free_connections;
+    if (c == 0)
+        return 0;
+    cycle->free_connections = c->data;
+    cycle->free_connection_n--;
+    return c;
+}
+void free_connection(cycle_t *cycle, conn_t *c) {
+    c->data = cycle->free_connections;
+    cycle->free_connections = c;
+    cycle->free_connection_n++;
+}
+/* closes idle connections, but only when few are free: the slow way to one */
+void drain_connections(cycle_t *cycle) {
+    if (cycle->free_connection_n > cycle->connection_n / 16 || cycle->idle_n == 0)
+        return;
+    for (unsigned i = 0; i < cycle->idle_n; i++) {
+        conn_t *c = cycle->idle[i];
+        c->close = 1;
+        c->handler(c);
+    }
+}
+/* a report that returns early when nothing is free is no room made */
+unsigned free_share(cycle_t *cycle) {
+    if (cycle->free_connection_n > cycle->connection_n)
+        return 100;
+    return cycle->free_connection_n * 100 / cycle->connection_n;
+}
+"""
+
+
+def test_making_room_when_few_units_are_free_is_a_wait(tmp_path):
+    gained, lost = _difference(tmp_path, {"cycle.c": ROOM}, "makes_room_when_low")
+    assert {(f, k) for f, k, _, _ in gained} == {("drain_connections", "WAIT")}, gained
+    assert lost == set()

@@ -30,6 +30,7 @@ from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
 from gigi.scan._rules.objects import objects_through_calls
 from gigi.scan._rules.retries import waits_for_what_they_retry
+from gigi.scan._rules.room import makes_room_when_low
 from gigi.scan._rules.slots import claims_free_slots
 from gigi.scan._rules.slow_paths import slow_path_callees
 from gigi.scan._rules.stacks import global_free_lists
@@ -56,6 +57,7 @@ RULES: tuple[Rule, ...] = (
     through_wrappers,
     grows_when_full,
     waits_for_what_they_retry,
+    makes_room_when_low,
     slow_path_callees,
     handed_through_calls,
     uses_within_holds,
