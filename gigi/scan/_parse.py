@@ -705,11 +705,8 @@ class _Body:
             name = c.spelling
             if name in self.fn.locals:
                 self.fn.uses_after.setdefault(name, []).append((c.location.line, self.path))
-            elif own := self.own_variable(c):
-                record, member = own.split(".", 1)
-                self.fn.accesses.append(
-                    Access(record, member, c.location.line, "read", "", self.path)
-                )
+            else:
+                self.own_access(c, "read")
         for x in c.get_children():
             self.visit(x, loops)
 
@@ -947,11 +944,13 @@ class _Body:
         if node is not None and node.kind == self.K.MEMBER_REF_EXPR:
             self.access(node, op)
         elif node is not None and node.kind == self.K.DECL_REF_EXPR:
-            if own := self.own_variable(node):
-                record, member = own.split(".", 1)
-                self.fn.accesses.append(
-                    Access(record, member, node.location.line, op, "", self.path)
-                )
+            self.own_access(node, op)
+
+    def own_access(self, c, op: str) -> None:
+        """Record an access to a variable of the file's own, as to its record's member."""
+        if own := self.own_variable(c):
+            record, member = own.split(".", 1)
+            self.fn.accesses.append(Access(record, member, c.location.line, op, "", self.path))
 
     def unwrap(self, c):
         """The expression under parentheses, implicit casts and subscripts."""

@@ -194,14 +194,18 @@ def scan(
 def commonest_errors(units, most: int = 3) -> list[dict]:
     """The parse's commonest error messages, fatal ones (a header not found, the cause of
     the errors after it) first, each with how often it came and in how many files."""
-    seen: dict[str, tuple[bool, int, set[str]]] = {}
+    fatal: set[str] = set()
+    count: dict[str, int] = {}
+    files: dict[str, set[str]] = {}
     for u in units:
         for d in u.diagnostics:
             if d.severity in ("error", "fatal"):
-                fatal, count, files = seen.get(d.message, (False, 0, set()))
-                seen[d.message] = (fatal or d.severity == "fatal", count + 1, files | {d.file})
-    ranked = sorted(seen.items(), key=lambda kv: (not kv[1][0], -kv[1][1], kv[0]))[:most]
-    return [{"message": m, "count": c, "files": len(f)} for m, (_, c, f) in ranked]
+                count[d.message] = count.get(d.message, 0) + 1
+                files.setdefault(d.message, set()).add(d.file)
+                if d.severity == "fatal":
+                    fatal.add(d.message)
+    ranked = sorted(count, key=lambda m: (m not in fatal, -count[m], m))[:most]
+    return [{"message": m, "count": count[m], "files": len(files[m])} for m in ranked]
 
 
 # --- output ------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ SIZE = r"\w*(?:size|count|length|len|num|items)\w*"
 FULL = re.compile(rf"\b({SIZE})\s*\(\s*&?\s*([A-Za-z_][\w.>\s-]*?)\s*\)\s*(>=|>|==)\s*(.+)$", re.I)
 ADDS = re.compile(r"(^|_)(add|push|insert|append|put)(_|$)", re.I)
 DELETES = re.compile(r"(^|_)(delete|del|remove|pop|erase|take)(_|$)", re.I)
-CONDITION_WAITS = re.compile(r"cond\w*wait|wait\w*cond", re.I)
 
 
 def pools_in_containers(found: Found) -> Found:
@@ -73,12 +72,12 @@ def pools_in_containers(found: Found) -> Found:
 
 def _waiting(fn: Function):
     """(line, condition) of each loop and branch of FN that waits: one that sleeps or waits
-    on a condition variable."""
+    on a condition variable (``SLEEPS`` names both)."""
     for lp in fn.loops:
         if any(SLEEPS.search(c) for c in lp.body_calls):
             yield lp.line, lp.cond
     for b in fn.branches:
-        if b.side == 0 and any(SLEEPS.search(c) or CONDITION_WAITS.search(c) for c in b.body_calls):
+        if b.side == 0 and any(SLEEPS.search(c) for c in b.body_calls):
             yield b.line, b.cond
 
 
