@@ -13,6 +13,7 @@ the resource or its data.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gigi.scan._parse import Branch, Function, Member, Record, file_record
@@ -495,11 +496,33 @@ def pops_of(fn: Function, guess: ResourceGuess) -> list:
     its own kind."""
     heads = links_of(guess)
     self_links = {f"{m.record}.{m.name}" for m in guess.members if m.element == m.record}
+    # or through a pointer to a head (``ref = &allocator->free[i]; ... *ref = node->next``)
+    through = heads_by_address(fn, lambda x: x in heads)
     return [
         a
         for a in fn.assigns
-        if a.op == "=" and a.target in heads and any(s in self_links for s in a.sources)
+        if a.op == "="
+        and (a.target in heads or through_pointer(a.target) in through)
+        and any(s in self_links for s in a.sources)
     ]
+
+
+def heads_by_address(fn: Function, head: Callable[[str], bool]) -> set[str]:
+    """FN's locals that point at a list's head, a member HEAD says is one, by its address
+    (``ref = &allocator->free[index]``, ``chunk_t **ref = &p->slots``)."""
+    return {
+        a.target
+        for a in fn.assigns
+        if a.target in fn.locals
+        and any(head(x) for x in a.sources)
+        and a.text.split("=", 1)[-1].lstrip().startswith("&")
+    }
+
+
+def through_pointer(target: str) -> str:
+    """The local an assignment writes through (``*ref`` is ``ref``), else ""."""
+    m = re.fullmatch(r"\*\s*(\w+)", target.strip())
+    return m.group(1) if m else ""
 
 
 def locals_read(fn: Function) -> dict[str, set[str]]:
@@ -1273,17 +1296,24 @@ def fallbacks(fn: Function, mine: set[str], take: int) -> list[tuple[int, str]]:
             for x in b.cond_locals
             if x in read_off
         )
-        early = [
-            r
-            for r in fn.returns
-            if b.line <= r[0] <= b.end_line and r[1] and not re.search(rf"\b{NULL}\b", r[2])
-        ]
-        if b.side != 0 or not on_resource or not early:
+        # or one that takes from what it read off the resource and jumps past the rest
+        # (``if (size <= free_space(active)) { active->first_avail += size; goto done; }``)
+        inside = [a for a in fn.assigns if b.line < a.line <= b.end_line]
+        stepped_off = any(
+            root(a.target) in read_off and a.op in ("+=", "-=") or _member_of(a.target, mine)
+            for a in inside
+        )
+        leaves = [r for r in fn.returns if b.line <= r[0] <= b.end_line]
+        jumps = b.exits and not leaves and set(b.cond_locals) & read_off and stepped_off
+        early = [r for r in leaves if r[1] and not re.search(rf"\b{NULL}\b", r[2])]
+        if b.side != 0 or not (on_resource and early or jumps):
             continue
+        at = early[0][0] if early else b.end_line
         for a in fn.assigns:
-            made = a.line > b.end_line and a.target in returned and a.calls
+            handed = returned & _made_from(fn, a.target) if a.target in fn.locals else set()
+            made = a.line > b.end_line and (a.target in returned or handed) and a.calls
             if made and any(named_for(ACQUIRE_NAME, c) or MAKES.search(c) for c in a.calls):
-                why = f"when the fast path ({b.cond}, returning at line {early[0][0]}) had "
+                why = f"when the fast path ({b.cond}, leaving at line {at}) had "
                 out.append((a.line, why + f"nothing, makes one: {a.calls[0]}"))
                 return out
     return out

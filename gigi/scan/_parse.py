@@ -81,6 +81,8 @@ class Branch:
     cond_calls: list[str]
     body_calls: list[str]  # every call in the branch, nested ones too
     path: tuple = ()  # the if-branches it sits in, itself last
+    # its last statement leaves what follows the if: a return, or a goto past it
+    exits: bool = False
 
 
 @dataclass
@@ -762,6 +764,9 @@ class _Body:
         # that start at the macro's definition: the if statement's, between its
         # parentheses, spell it
         text = _text(cond, within=stmt) or _parenthesized(_text(stmt))
+        last = kid
+        while last.kind == K.COMPOUND_STMT and list(last.get_children()):
+            last = list(last.get_children())[-1]
         self.fn.branches.append(
             Branch(
                 me,
@@ -775,6 +780,7 @@ class _Body:
                 [x.spelling for x in cond.walk_preorder() if x.kind == K.CALL_EXPR],
                 [x.spelling for x in kid.walk_preorder() if x.kind == K.CALL_EXPR],
                 self.path,
+                last.kind in (K.RETURN_STMT, K.GOTO_STMT),
             )
         )
 

@@ -37,6 +37,7 @@ from gigi.scan._offline import (
     counted_up,
     fallbacks,
     gives_units,
+    heads_by_address,
     is_status,
     lock_calls,
     made_from_params,
@@ -51,6 +52,7 @@ from gigi.scan._offline import (
     slow_branches,
     slow_calls,
     takes_units,
+    through_pointer,
     transfers,
     walks,
 )
@@ -178,10 +180,11 @@ def _taken(fn: Function, mine: set[str]) -> tuple[list, list, list, list, list]:
         )
     ]
     cas = [x for x in fn.calls if CAS.search(x.callee)]
+    through = heads_by_address(fn, lambda x: _mine(x, mine))  # ref = &pool->free
     pops = [
         a
         for a in fn.assigns
-        if _mine(a.target, mine)
+        if (_mine(a.target, mine) or through_pointer(a.target) in through)
         and a.op == "="
         and any(
             _mine(s, mine) and s.split(".")[1] in ("next", "next_free", "link") for s in a.sources
