@@ -2712,3 +2712,75 @@ def test_a_cpp_files_namespace_variables_are_its_record_too(tmp_path):
     r = scan(tmp_path, jobs=1)
     got = {(c.function, c.kind, c.resource) for c in r.verified()}
     assert {("block_get", "ACQUIRE", "pool_cc"), ("block_put", "RELEASE", "pool_cc")} <= got, got
+
+
+SHARED = """
+#include <stdlib.h>
+#include <string.h>
+typedef struct view { char *ptr; long len; int refcnt; } view_t;
+typedef struct chunk { struct chunk *next; view_t *view; } chunk_t;
+
+view_t *view_new(long len)
+{
+    view_t *v = calloc(1, sizeof(*v));
+    v->ptr = malloc(len);
+    v->len = len;
+    v->refcnt = 1;
+    return v;
+}
+
+void chunk_share(chunk_t *d, const chunk_t *c)
+{
+    d->view = c->view;
+    ++d->view->refcnt;
+}
+
+void view_release(view_t *v)
+{
+    if (0 == --v->refcnt) {
+        free(v->ptr);
+        free(v);
+    }
+}
+
+/* a pool of items: an accessor of an item's field is no use of it, a copy into it is */
+typedef struct item { struct item *next; long weight; char data[32]; } item_t;
+typedef struct pool { item_t *free; unsigned int nfree; unsigned int max; } pool_t;
+
+item_t *pool_get(pool_t *p)
+{
+    item_t *it = p->free;
+    if (it) {
+        p->free = it->next;
+        p->nfree--;
+    }
+    return it;
+}
+
+long item_weight(pool_t *p, const item_t *it)
+{
+    return it->weight;
+}
+
+void item_fill(pool_t *p, item_t *it, const char *s)
+{
+    memcpy(it->data, s, sizeof(it->data));
+}
+"""
+
+
+def test_a_record_shared_by_reference_is_a_resource(tmp_path):
+    """A record no structure proposes is one when the code shares it by reference: a count
+    raised in one place and lowered in another that frees the object at zero. A reference
+    taken on an object reached from a parameter is an ACQUIRE. A getter that only reads a
+    field of a pool's item (not its data) is no USE of it; a copy into the item is."""
+    r, got = _sites_by(tmp_path, "view.c", SHARED, r".")
+    guess = next(g for g in r.resources if g.name == "view")
+    assert "shared by reference" in guess.reasons[0]
+    assert {("chunk_share", "ACQUIRE"), ("view_release", "RELEASE")} <= {
+        (f, k) for f, k, res in got if res == "view"
+    }
+    assert ("item_fill", "USE", "pool") in got
+    assert not any(f == "item_weight" for f, _, _ in got)
+    why = next(w for c, ok, w in r.candidates if c.function == "item_weight" and not ok)
+    assert "an accessor" in why

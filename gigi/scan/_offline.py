@@ -231,7 +231,9 @@ def references_taken(
     """The counts raised that take a reference on an object the caller handed in
     (``page->nRef++``), or on the resource itself when it counts its holders
     (``address->refcount``, ``backend->load``; HOLDERS: the parameters that are the
-    resource): the caller keeps the object, now counted as held."""
+    resource): the caller keeps the object, now counted as held. Or a reference counted as
+    such on an object the caller's reaches (``++d->file.view->refcnt``)."""
+    params = {n for _, n in fn.params}
     return [
         a
         for a in takes
@@ -239,6 +241,9 @@ def references_taken(
         and REFERENCE.search(a.target.split(".", 1)[-1])
         or a.target_base in holders
         and HELD_BY.search(a.target.split(".", 1)[-1])
+        or root(a.target_base) in params
+        and a.target_base != root(a.target_base)
+        and REFCOUNT.search(a.target.split(".", 1)[-1])
     ]
 
 
@@ -1688,6 +1693,60 @@ def arenas(
         g.members, g.positions = list(by_record.get(rec, [])), sorted(positions[rec])
         out.append(g)
     return out
+
+
+TEARS_DOWN = re.compile(r"free|destroy|delete|release|unmap|close|dispose|finali[sz]e", re.I)
+
+
+def shared_objects(
+    functions: list[Function], members: list[Member], resources: list
+) -> list[ResourceGuess]:
+    """Records shared by reference, by what the code does with their count: one function
+    raises it, another lowers it and, when it reaches zero, tears the object down (``if (0
+    == --cfv->refcnt) { munmap(...); free(cfv); }``). Each reference is a unit held: the
+    record is a resource whatever else it holds (a record already one, or another's object,
+    is left to that)."""
+    by_record = members_by_record(members)
+    taken = {rec for g in resources for rec in records_of(g)}
+    counts = {
+        f"{m.record}.{m.name}": m.record
+        for m in members
+        if refcount(m) and m.record not in taken and not NOT_RESOURCE.search(m.record)
+    }
+    raised: dict[str, Function] = {}
+    dropped: dict[str, Function] = {}
+    for fn in functions:
+        for a in fn.assigns:
+            rec = counts.get(a.target)
+            if rec is None or not set(a.sources) <= {a.target}:
+                continue  # a step of one (++, += 1), not a count set from other state
+            if takes_units(a):
+                raised.setdefault(rec, fn)
+            elif gives_units(a) and _torn_at_zero(fn, a):
+                dropped.setdefault(rec, fn)
+    out = []
+    for rec in sorted(raised.keys() & dropped.keys()):
+        fn = dropped[rec]
+        why = (
+            f"shared by reference: {raised[rec].name} takes one, {fn.name} drops one and "
+            "tears the object down at zero"
+        )
+        g = ResourceGuess(rec, fn.file, fn.line, "pool", "references", [], 1.0, [why])
+        g.members = list(by_record.get(rec, []))
+        out.append(g)
+    return out
+
+
+def _torn_at_zero(fn: Function, lowered) -> bool:
+    """Whether FN, having lowered a count at LOWERED, tears the object down in a branch taken
+    when the count (or what the lowering returned) is zero."""
+    results = {a.target for a in fn.assigns if a.line == lowered.line and a.op == "="}
+    for b in fn.branches:
+        reads = lowered.target in b.cond_members or results & set(b.cond_locals)
+        zero = ZERO.search(b.cond) if b.side == 0 else NONZERO.search(b.cond)
+        if reads and zero and any(TEARS_DOWN.search(c) for c in b.body_calls):
+            return True
+    return False
 
 
 def set_back(fn: Function, positions: list[str]) -> list:

@@ -20,6 +20,7 @@ from gigi.scan._offline import (
     phase1,
     phase2,
     resource_of,
+    shared_objects,
     takes_units,
 )
 from gigi.scan._parse import Function, Member, Record
@@ -98,6 +99,7 @@ def recall(
     through_calls(list(functions.values()), {r.name for r in records})
     guesses = recaller.resources(records, members)
     guesses += arenas(list(functions.values()), members, guesses)
+    guesses += shared_objects(list(functions.values()), members, guesses)
     names = {g.name: g for g in guesses}
     own = owners(guesses)
     declared = {g.name: g.file for g in guesses}

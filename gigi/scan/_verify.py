@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from gigi.scan._offline import (
     BLOCKING,
+    BUFFER,
     CAS,
     NONZERO,
     REFERENCE,
@@ -425,4 +426,10 @@ def _use(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict
         return Verdict(
             False, "hands out an object of the resource without taking it: a lookup, not a use"
         )
+    if "*" not in fn.return_type and not (
+        fn.calls or fn.loops or any(a.op != "read" or BUFFER.match(a.member) for a in fn.accesses)
+    ):
+        # a predicate, a time, a status: it reads a few fields and answers with a value (one
+        # that reads the unit's data, or hands out a pointer into it, uses it)
+        return Verdict(False, "only reads fields and answers a value: an accessor, not a use")
     return Verdict(True, "touches " + ", ".join(touched[:4]))
