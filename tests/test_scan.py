@@ -491,6 +491,37 @@ def test_a_lock_api_hands_out_its_lock(tmp_path):
     assert sharing["pthread_mutex_t"] == "exclusive" and sharing["sem_t"] == "pool"
 
 
+MECHANISMS = """
+/* a process lock, taken through the methods of whichever mechanism it was made with */
+struct proc_lock;
+typedef struct lock_methods {
+    int (*acquire)(struct proc_lock *);
+    int (*timedacquire)(struct proc_lock *, long);
+    int (*release)(struct proc_lock *);
+    int (*cleanup)(void *);
+} lock_methods_t;
+typedef struct proc_lock { const lock_methods_t *meth; int fd; int curr_locked; } proc_lock_t;
+
+int proc_lock_lock(proc_lock_t *m) { return m->meth->acquire(m); }
+int proc_lock_timedlock(proc_lock_t *m, long t) { return m->meth->timedacquire(m, t); }
+int proc_lock_unlock(proc_lock_t *m) { return m->meth->release(m); }
+int proc_lock_destroy(proc_lock_t *m) { return m->meth->cleanup(m); }
+"""
+
+
+def test_a_lock_taken_through_a_method_is_a_lock_api(tmp_path):
+    """A function whose job is a call through a function pointer named for taking or giving
+    back a lock (a method of the mechanism the lock was made with) is a lock API, on the lock
+    it hands over; a method named for anything else is not."""
+    _, got = _sites_by(tmp_path, "proc.c", MECHANISMS, r"^its job is")
+    assert got == {
+        ("proc_lock_lock", "ACQUIRE", "proc_lock_t"),
+        ("proc_lock_timedlock", "WAIT", "proc_lock_t"),
+        ("proc_lock_timedlock", "ACQUIRE", "proc_lock_t"),
+        ("proc_lock_unlock", "RELEASE", "proc_lock_t"),
+    }
+
+
 REGION = """
 #include <stdint.h>
 #include <stdlib.h>

@@ -60,6 +60,20 @@ BY_ARGUMENT = {
 }
 FILE_LOCK_COMMANDS = re.compile(r"^F_(OFD_)?SETLKW?$")
 
+# a call through a function pointer is the code's own lock by the pointer's name: a lock
+# method of a table of mechanisms (``mutex->meth->acquire(mutex)``), a lock callback set at
+# run time (``lock_fns.lock(mode, lock)``)
+THROUGH_POINTER = {
+    "lock": ("ACQUIRE",),
+    "acquire": ("ACQUIRE",),
+    "trylock": ("ACQUIRE",),
+    "tryacquire": ("ACQUIRE",),
+    "timedlock": ("WAIT", "ACQUIRE"),
+    "timedacquire": ("WAIT", "ACQUIRE"),
+    "unlock": ("RELEASE",),
+    "release": ("RELEASE",),
+}
+
 
 def lock_apis(found: Found) -> Found:
     guesses: dict[str, ResourceGuess] = {}
@@ -81,7 +95,7 @@ def lock_apis(found: Found) -> Found:
             continue
         if any(c.loops and not _retries_on_interrupt(fn, c) for c in prims):
             continue
-        locks = {lock_name(fn, c.args[0] if c.args else "") for c in prims}
+        locks = {_lock_of(fn, c) for c in prims}
         gives = {"RELEASE" in _kinds(c) for c in prims}
         if len(locks) != 1 or len(gives) != 1:
             continue
@@ -115,9 +129,20 @@ def lock_apis(found: Found) -> Found:
     )
 
 
+def _lock_of(fn, call) -> str:
+    """The lock CALL is handed: its first argument's; through a function pointer, the first
+    argument that names one (``lock(mode, base->th_base_lock)``)."""
+    if not call.indirect:
+        return lock_name(fn, call.args[0] if call.args else "")
+    return next((x for x in (lock_name(fn, a) for a in call.args) if x), "")
+
+
 def _primitive(call) -> str:
     """The platform lock call CALL is: itself, or the one a lock macro of the code's own
-    expanded to (a lock, checked, with a panic when it fails); "" for any other call."""
+    expanded to (a lock, checked, with a panic when it fails), or a lock by the name of the
+    function pointer it calls through; "" for any other call."""
+    if call.indirect:
+        return call.callee if call.callee.lower() in THROUGH_POINTER else ""
     if call.callee in LOCK_PRIMITIVES or call.callee in BY_ARGUMENT:
         return call.callee
     prims = [c for c in call.expands if c in LOCK_PRIMITIVES]
@@ -128,6 +153,8 @@ def _kinds(call) -> tuple[str, ...]:
     """What CALL does to the lock it is handed, by the primitive it is (and, for one that
     takes or gives back by an argument, by that argument); () for no lock call."""
     primitive = _primitive(call)
+    if call.indirect:
+        return THROUGH_POINTER.get(primitive.lower(), ())
     if primitive in LOCK_PRIMITIVES:
         return LOCK_PRIMITIVES[primitive]
     if primitive not in BY_ARGUMENT:
