@@ -318,7 +318,23 @@ BLOCKING = re.compile(
 )
 
 
-SLEEPS = re.compile(r"wait|sleep|yield|futex|sem_wait", re.I)
+# a word of a call's name that says it sleeps or waits (not "waiting_list_pop", "awaited")
+SLEEP_WORD = re.compile(
+    r"^((timed|cond|try)?wait(pid|for|until|ex|all|any)?\d*|\w*sleep|yield|futex\w*)$"
+)
+
+
+def sleeps(callee: str) -> bool:
+    """Whether a call's name says it sleeps or waits, by a whole word of it
+    (``uv_cond_wait``, ``pthread_cond_timedwait``, ``usleep``, ``ConditionVariableSleep``,
+    ``sched_yield``; not ``waiting_udp_get_mem``).
+
+    >>> sleeps("pthread_cond_timedwait"), sleeps("WaitIO"), sleeps("waiting_udp_get_mem")
+    (True, True, False)
+    """
+    return any(SLEEP_WORD.match(w) for w in _words(callee))
+
+
 # calls that move data (``read_write``, ``net__write``, ``sendmsg``): a loop around them alone
 # transfers what it has, in as many rounds as it takes; it waits for nothing
 TRANSFERS = re.compile(r"^(p?read|p?write|readv|writev|recv\w*|send\w*|x?fer)$")
@@ -762,7 +778,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     free = free_heads(guess, links)
     for loop in fn.loops:
         blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
-        if walks(fn, loop) and not any(SLEEPS.search(c) for c in loop.body_calls):
+        if walks(fn, loop) and not any(sleeps(c) for c in loop.body_calls):
             continue  # an iteration over the resource, not a retry
         if INTERRUPTED.search(loop.cond) and not INTERRUPTED.sub("", loop.cond).count("errno"):
             continue  # a call restarted when a signal interrupted it: no wait of its own

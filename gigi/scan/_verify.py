@@ -29,7 +29,6 @@ from gigi.scan._offline import (
     CAS,
     NONZERO,
     REFERENCE,
-    SLEEPS,
     ZERO,
     Candidate,
     Effect,
@@ -49,6 +48,7 @@ from gigi.scan._offline import (
     same_path,
     set_back,
     sets_held,
+    sleeps,
     slots_named,
     slow_branches,
     slow_calls,
@@ -308,7 +308,7 @@ def _wait(
         loop = next((lp for lp in fn.loops if lp.line <= c.line <= lp.end_line), None)
     if loop is None:
         return Verdict(False, f"no loop at line {c.line}: a wait is a slow path that repeats")
-    if walks(fn, loop) and not any(SLEEPS.search(x) for x in loop.body_calls):
+    if walks(fn, loop) and not any(sleeps(x) for x in loop.body_calls):
         return Verdict(False, "the loop walks a list or counts: an iteration, not a retry")
     state = [m for m in loop.cond_members if _mine(m, mine)]
     # a local the loop sets from a call on the resource (rc = try_lock(pool)) is its state too

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import SLEEPS, Candidate, records_of
+from gigi.scan._offline import Candidate, records_of, sleeps
 from gigi.scan._rules._code import found_by
 from gigi.scan._rules._found import Found, Site
 
@@ -60,7 +60,7 @@ def locks_by_compare_and_swap(found: Found) -> Found:
                 lp
                 for lp in fn.loops
                 if any(lp.line <= call.line <= lp.end_line for call, _, _ in swaps)
-                and any(SLEEPS.search(c) for c in lp.body_calls)
+                and any(sleeps(c) for c in lp.body_calls)
             ]
             if spin:
                 outer = min(spin, key=lambda lp: lp.line)

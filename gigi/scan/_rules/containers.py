@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import LIMIT, SLEEPS, Candidate
+from gigi.scan._offline import LIMIT, Candidate, sleeps
 from gigi.scan._parse import Function
 from gigi.scan._rules._code import found_by
 from gigi.scan._rules._found import Found, Site
@@ -72,12 +72,12 @@ def pools_in_containers(found: Found) -> Found:
 
 def _waiting(fn: Function):
     """(line, condition) of each loop and branch of FN that waits: one that sleeps or waits
-    on a condition variable (``SLEEPS`` names both)."""
+    on a condition variable (``sleeps`` names both)."""
     for lp in fn.loops:
-        if any(SLEEPS.search(c) for c in lp.body_calls):
+        if any(sleeps(c) for c in lp.body_calls):
             yield lp.line, lp.cond
     for b in fn.branches:
-        if b.side == 0 and any(SLEEPS.search(c) for c in b.body_calls):
+        if b.side == 0 and any(sleeps(c) for c in b.body_calls):
             yield b.line, b.cond
 
 

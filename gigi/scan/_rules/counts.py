@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import INVERSE, QUEUE, SLEEPS, Candidate, error_exit
+from gigi.scan._offline import INVERSE, QUEUE, Candidate, error_exit, sleeps
 from gigi.scan._rules._code import found_by
 from gigi.scan._rules._found import Found, Site
 
@@ -34,7 +34,7 @@ def counts_waited_for(found: Found) -> Found:
             for a in fn.assigns
             if a.op in OPPOSITE and "." in a.target and not error_exit(fn, a.path)
         }
-        waiting = [lp for lp in fn.loops if any(SLEEPS.search(c) for c in lp.body_calls)] + [
+        waiting = [lp for lp in fn.loops if any(sleeps(c) for c in lp.body_calls)] + [
             b for b in fn.branches if any(SIGNALLED.search(c) for c in b.body_calls)
         ]
         for where in waiting:

@@ -28,12 +28,12 @@ import re
 from dataclasses import replace
 
 from gigi.scan._offline import (
-    SLEEPS,
     Candidate,
     lifecycle,
     record_pattern,
     records_of,
     reports_on,
+    sleeps,
 )
 from gigi.scan._rules._code import (
     C_SCALARS,
@@ -100,7 +100,7 @@ def through_wrappers(found: Found) -> Found:
                 for c in fn.calls
                 if not CHECKS.search(c.callee)
                 and not GUARDS.search(c.callee)
-                and not (SLEEPS.search(c.callee) and c.loops)
+                and not (sleeps(c.callee) and c.loops)
                 and c.callee not in reports
             ]
             # a longer function only hands out the object a call it returns acquired
@@ -337,7 +337,7 @@ def _sleeping_loop(fn, call):
 
     def idle(lp) -> bool:
         if lp.body_calls:
-            return all(SLEEPS.search(x) for x in lp.body_calls)
+            return all(sleeps(x) for x in lp.body_calls)
         return not any(lp.line < a.line <= lp.end_line for a in fn.assigns)
 
     return next(
