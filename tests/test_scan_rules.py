@@ -1693,3 +1693,45 @@ def test_making_room_when_few_units_are_free_is_a_wait(tmp_path):
     gained, lost = _difference(tmp_path, {"cycle.c": ROOM}, "makes_room_when_low")
     assert {(f, k) for f, k, _, _ in gained} == {("drain_connections", "WAIT")}, gained
     assert lost == set()
+
+
+DRAINED = """
+#include <stddef.h>
+typedef struct conn { struct conn *next; int idle; } conn_t;
+typedef struct conn_pool {
+    conn_t *free_conns; unsigned int free_n; unsigned int max_conns; conn_t *reusable;
+} conn_pool_t;
+extern void close_conn(conn_t *c);
+
+/* closes idle connections, but only when few are free */
+static void drain_conns(conn_pool_t *cy)
+{
+    if (cy->free_n > cy->max_conns / 16)
+        return;
+    for (int i = 0; i < 32 && cy->reusable; i++) {
+        conn_t *c = cy->reusable;
+        cy->reusable = c->next;
+        close_conn(c);
+    }
+}
+
+conn_t *get_conn(conn_pool_t *cy)
+{
+    conn_t *c;
+    drain_conns(cy);
+    c = cy->free_conns;
+    if (c == NULL)
+        return NULL;
+    cy->free_conns = c->next;
+    cy->free_n--;
+    return c;
+}
+"""
+
+
+def test_a_slow_way_called_before_the_take_is_the_callers_wait(tmp_path):
+    """A function that calls the slow way to a unit (closing idle connections when few are
+    free) and then takes one waits there, on every call."""
+    gained, lost = _difference(tmp_path, {"conn.c": DRAINED}, "waits_in_a_callee_first")
+    assert gained == {("get_conn", "WAIT", "conn_pool", "")}, gained
+    assert lost == set()

@@ -35,6 +35,7 @@ from gigi.scan._rules.slots import claims_free_slots
 from gigi.scan._rules.slow_paths import slow_path_callees
 from gigi.scan._rules.stacks import global_free_lists
 from gigi.scan._rules.verified import verified
+from gigi.scan._rules.waits_first import waits_in_a_callee_first
 from gigi.scan._rules.wrappers import through_wrappers
 
 Rule = Callable[[Found], Found]
@@ -59,6 +60,7 @@ RULES: tuple[Rule, ...] = (
     waits_for_what_they_retry,
     makes_room_when_low,
     slow_path_callees,
+    waits_in_a_callee_first,
     handed_through_calls,
     uses_within_holds,
 )
