@@ -1735,3 +1735,65 @@ def test_a_slow_way_called_before_the_take_is_the_callers_wait(tmp_path):
     gained, lost = _difference(tmp_path, {"conn.c": DRAINED}, "waits_in_a_callee_first")
     assert gained == {("get_conn", "WAIT", "conn_pool", "")}, gained
     assert lost == set()
+
+
+LIBRARY_POOL = """
+#include <stddef.h>
+/* connections to a backend, pooled by a library the tree does not hold */
+typedef struct reslist reslist_t;
+extern int reslist_acquire(reslist_t *rl, void **out);
+extern int reslist_release(reslist_t *rl, void *res);
+extern int reslist_invalidate(reslist_t *rl, void *res);
+typedef struct conn_pool { reslist_t *res; int hmax; } conn_pool_t;
+typedef struct backend { conn_pool_t *cp; const char *name; } backend_t;
+typedef struct conn { backend_t *worker; int fd; } conn_t;
+
+int acquire_conn(backend_t *b, conn_t **out)
+{
+    return reslist_acquire(b->cp->res, (void **)out) == 0 ? 0 : -1;
+}
+
+int get_conn(backend_t *b, conn_t **conn)
+{
+    int rv = reslist_acquire(b->cp->res, (void **)&*conn);
+    if (rv != 0)
+        return -1;
+    (*conn)->worker = b;
+    return 0;
+}
+
+static int conn_cleanup(void *theconn)
+{
+    conn_t *conn = (conn_t *)theconn;
+    backend_t *b = conn->worker;
+    conn->fd = -1;
+    return reslist_release(b->cp->res, conn);
+}
+
+int release_conn(conn_t *conn)
+{
+    return conn_cleanup(conn);
+}
+
+/* a walk that hands each back is left to the rules that read loops */
+void drop_all(backend_t *b, conn_t **all, int n)
+{
+    for (int i = 0; i < n; i++)
+        reslist_invalidate(b->cp->res, all[i]);
+}
+"""
+
+
+def test_a_pool_a_library_keeps_is_taken_and_given_back_by_name(tmp_path):
+    """A pool a library outside the tree keeps is taken from and given back through calls
+    named for it: the function that keeps what the call hands out ACQUIREs, the one that
+    hands its own unit to be taken back RELEASEs (and its thin wrapper with it)."""
+    gained, lost = _difference(tmp_path, {"pool.c": LIBRARY_POOL}, "pools_of_libraries")
+    assert {(f, k) for f, k, _, _ in gained} == {
+        ("get_conn", "ACQUIRE"),
+        ("acquire_conn", "ACQUIRE"),
+        ("conn_cleanup", "RELEASE"),
+        ("release_conn", "RELEASE"),
+    }, gained
+    assert {r for _, _, r, _ in gained} == {"backend_t.cp"}
+    assert lost == set()

@@ -24,6 +24,7 @@ from gigi.scan._rules.counts import counts_waited_for
 from gigi.scan._rules.grows import grows_when_full
 from gigi.scan._rules.holds import uses_within_holds
 from gigi.scan._rules.interface import at_the_interface
+from gigi.scan._rules.libraries import pools_of_libraries
 from gigi.scan._rules.lists import linked_through_calls
 from gigi.scan._rules.locks import lock_apis
 from gigi.scan._rules.misses import waits_on_what_they_missed
@@ -47,6 +48,7 @@ RULES: tuple[Rule, ...] = (
     at_the_interface,
     waits_on_what_they_missed,
     lock_apis,
+    pools_of_libraries,
     waits_on_conditions,
     allocators_with_a_budget,
     counts_waited_for,
