@@ -491,6 +491,35 @@ def test_a_lock_api_hands_out_its_lock(tmp_path):
     assert sharing["pthread_mutex_t"] == "exclusive" and sharing["sem_t"] == "pool"
 
 
+TIMED = """
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+/* a timed wait on a condition, the program ended when the wait itself fails */
+int my_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, long ns)
+{
+    struct timespec ts;
+    int r;
+    ts.tv_sec = ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    r = pthread_cond_timedwait(cond, mutex, &ts);
+    if (r == 0)
+        return 0;
+    if (r == ETIMEDOUT)
+        return -1;
+    abort();
+}
+"""
+
+
+def test_a_wrapper_may_end_the_program_when_its_call_fails(tmp_path):
+    """abort() on the path where the one call failed is a check, not work of the wrapper's:
+    the function is still a lock API, waiting on what it is handed."""
+    _, got = _sites_by(tmp_path, "timed.c", TIMED, r"^its job is")
+    assert got == {("my_cond_timedwait", "WAIT", "pthread_cond_t")}
+
+
 MECHANISMS = """
 /* a process lock, taken through the methods of whichever mechanism it was made with */
 struct proc_lock;

@@ -22,7 +22,10 @@ def code_lines(fn) -> int:
 
 # calls that check or report, not work: a wrapper may make them beside its one call
 CHECKS = re.compile(
-    r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$|^perror$|^fprintf$", re.I
+    r"assert|sanity|trace|debug|log|^memset$|^memcpy$|^printf$|^perror$|^fprintf$"
+    # and what ends the program when a check fails: no work of its own
+    r"|^abort$|^_?exit$|panic|^die$",
+    re.I,
 )
 # calls that take or give back a lock: a wrapper may take one around its call
 GUARDS = re.compile(r"mutex|spin_?(un)?lock|rwlock|(^|_)(un)?lock$", re.I)
