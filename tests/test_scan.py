@@ -510,14 +510,37 @@ int my_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, long ns)
         return -1;
     abort();
 }
+
+extern long my_time_now(void);
+
+/* a try when there is no time to wait, else a wait until a deadline read off the clock */
+int my_mutex_timedlock(pthread_mutex_t *mutex, long timeout)
+{
+    int rv;
+    if (timeout <= 0) {
+        rv = pthread_mutex_trylock(mutex);
+    } else {
+        struct timespec ts;
+        timeout += my_time_now();
+        ts.tv_sec = timeout / 1000000;
+        ts.tv_nsec = timeout % 1000000 * 1000;
+        rv = pthread_mutex_timedlock(mutex, &ts);
+    }
+    return rv;
+}
 """
 
 
-def test_a_wrapper_may_end_the_program_when_its_call_fails(tmp_path):
-    """abort() on the path where the one call failed is a check, not work of the wrapper's:
-    the function is still a lock API, waiting on what it is handed."""
+def test_a_wrapper_may_end_the_program_or_read_the_clock(tmp_path):
+    """abort() on the path where the one call failed is a check, and a clock read for the
+    deadline is no work either: each function is still a lock API, on what it is handed (a
+    parameter moved by the clock read in one branch is still tested as the caller's)."""
     _, got = _sites_by(tmp_path, "timed.c", TIMED, r"^its job is")
-    assert got == {("my_cond_timedwait", "WAIT", "pthread_cond_t")}
+    assert got == {
+        ("my_cond_timedwait", "WAIT", "pthread_cond_t"),
+        ("my_mutex_timedlock", "ACQUIRE", "pthread_mutex_t"),
+        ("my_mutex_timedlock", "WAIT", "pthread_mutex_t"),
+    }
 
 
 MECHANISMS = """
