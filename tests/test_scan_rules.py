@@ -1363,6 +1363,17 @@ void barrier_drain(barrier_t *barrier) {
         pthread_cond_wait(&b->cond, &b->mutex);
     pthread_mutex_unlock(&b->mutex);
 }
+/* one wait, while a count copied from shared state says so */
+static unsigned long long pending_jobs[4];
+static pthread_cond_t step_cond[4];
+static pthread_mutex_t job_mutex[4];
+void wait_step(int type) {
+    pthread_mutex_lock(&job_mutex[type]);
+    unsigned long long val = pending_jobs[type];
+    if (val != 0)
+        pthread_cond_wait(&step_cond[type], &job_mutex[type]);
+    pthread_mutex_unlock(&job_mutex[type]);
+}
 /* a wait on a condition of the function's own, read off a local: nothing shared */
 void wait_local(int *done) {
     int seen = 0;
@@ -1380,6 +1391,7 @@ def test_a_wait_on_a_condition_variable_until_shared_state_says_go(tmp_path):
         ("wait_for_registration", "WAIT", "init_cond"),
         ("register_initialized", "RELEASE", "init_cond"),
         ("barrier_drain", "WAIT", "barrier_s.cond"),
+        ("wait_step", "WAIT", "step_cond"),
     }, gained
     assert lost == set()
 

@@ -1,5 +1,6 @@
 """A loop that blocks on a condition variable until some shared state says go
-(``while (init_count < nthreads) pthread_cond_wait(&init_cond, &init_lock)``) waits: for the
+(``while (init_count < nthreads) pthread_cond_wait(&init_cond, &init_lock)``), or an if that
+blocks once while it says wait, waits: for the
 resource that state is part of, where one was found, else for the condition itself, named by
 what the wait is handed (a global, or a record's member). The state must be shared: a member
 or a global the loop's condition reads, not a local of the function's own. Found whatever
@@ -37,7 +38,9 @@ def waits_on_conditions(found: Found) -> Found:
     for fn in found.functions.values():
         if fn.name in waiting:
             continue
-        for loop in fn.loops:
+        # a loop, or an if that waits once (``if (pending[type] != 0) pthread_cond_wait(...)``)
+        guards = [*fn.loops, *(b for b in fn.branches if b.side == 0)]
+        for loop in guards:
             calls = [
                 c
                 for c in fn.calls
@@ -45,13 +48,22 @@ def waits_on_conditions(found: Found) -> Found:
             ]
             # globals of other files by name (the file's own are among its members)
             named = {m.rsplit(".", 1)[-1] for m in loop.cond_members}
-            shared = [g for g in loop.cond_globals if g not in named]
-            if not calls or not (loop.cond_members or shared):
+            shared = [g for g in getattr(loop, "cond_globals", ()) if g not in named]
+            # and a local the test reads that was copied from shared state before it
+            # (``val = bio_pending[type]; if (val != 0)``)
+            members = list(loop.cond_members) + [
+                x
+                for a in fn.assigns
+                if a.target in loop.cond_locals and a.line < loop.line and not a.calls
+                for x in a.sources
+                if "." in x
+            ]
+            if not calls or not (members or shared):
                 continue
             resource = next(
                 (
                     found.owners[m.split(".")[0]][0]
-                    for m in loop.cond_members
+                    for m in members
                     if m.split(".")[0] in found.owners
                 ),
                 "",
@@ -64,12 +76,12 @@ def waits_on_conditions(found: Found) -> Found:
                     guesses[cond] = found_by(cond, fn, "pool", "", why)
             if not resource:
                 continue
-            state = ", ".join(loop.cond_members + shared)
+            state = ", ".join(members + shared)
             why = f"blocks in {calls[0].callee} until {state} says go"
             c = Candidate(fn.file, fn.name, loop.line, "WAIT", resource, "", "1", "heuristic", why)
             out.append(Site(c, True, f"verified: {why}"))
             if cond:
-                waited.setdefault(cond, (resource, set()))[1].update(loop.cond_members + shared)
+                waited.setdefault(cond, (resource, set()))[1].update(members + shared)
             break
     out += _signals(found, waited)
     return replace(
