@@ -511,6 +511,15 @@ int my_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, long ns)
     abort();
 }
 
+/* a barrier: every party waits until all have arrived */
+int my_barrier_wait(pthread_barrier_t *barrier)
+{
+    int r = pthread_barrier_wait(barrier);
+    if (r != 0 && r != PTHREAD_BARRIER_SERIAL_THREAD)
+        abort();
+    return r;
+}
+
 extern long my_time_now(void);
 
 /* a try when there is no time to wait, else a wait until a deadline read off the clock */
@@ -538,6 +547,7 @@ def test_a_wrapper_may_end_the_program_or_read_the_clock(tmp_path):
     _, got = _sites_by(tmp_path, "timed.c", TIMED, r"^its job is")
     assert got == {
         ("my_cond_timedwait", "WAIT", "pthread_cond_t"),
+        ("my_barrier_wait", "WAIT", "pthread_barrier_t"),
         ("my_mutex_timedlock", "ACQUIRE", "pthread_mutex_t"),
         ("my_mutex_timedlock", "WAIT", "pthread_mutex_t"),
     }

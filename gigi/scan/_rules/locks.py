@@ -45,6 +45,7 @@ LOCK_PRIMITIVES = {
     "sem_post": ("RELEASE",),
     "pthread_cond_wait": ("WAIT",),
     "pthread_cond_timedwait": ("WAIT",),
+    "pthread_barrier_wait": ("WAIT",),  # until every party has arrived
 }
 
 # the platform's locks whose call takes or gives back by what it is handed: a file lock
