@@ -1809,3 +1809,47 @@ def test_a_pool_a_library_keeps_is_taken_and_given_back_by_name(tmp_path):
     }, gained
     assert {r for _, _, r, _ in gained} == {"backend_t.cp"}
     assert lost == set()
+
+
+HANDED_ON = """
+#include <stdlib.h>
+typedef struct item { struct item *next; int fd; } item_t;
+/* a worker's queue of work items, bounded */
+typedef struct work_queue {
+    item_t *head; item_t *tail; unsigned int count; unsigned int max_items;
+} work_queue_t;
+typedef struct worker { work_queue_t *queue; } worker_t;
+typedef struct conn { worker_t *thread; int fd; } conn_t;
+
+static void queue_push(work_queue_t *q, item_t *it)
+{
+    it->next = NULL;
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+    q->count++;
+}
+
+static void notify_worker(worker_t *t, item_t *it)
+{
+    queue_push(t->queue, it);
+}
+
+/* hands on what its parameter holds: the connection's worker, with a new item */
+void redispatch(conn_t *c)
+{
+    item_t *it = malloc(sizeof(*it));
+    it->fd = c->fd;
+    notify_worker(c->thread, it);
+}
+"""
+
+
+def test_a_wrapper_that_hands_on_what_its_parameter_holds_takes_it(tmp_path):
+    """A thin wrapper that hands a callee which takes what it is handed something its own
+    parameter holds (``notify_worker(c->thread, ...)``) takes it too, for its callers."""
+    gained, lost = _difference(tmp_path, {"q.c": HANDED_ON}, "through_wrappers")
+    assert ("redispatch", "ACQUIRE") in {(f, k) for f, k, _, _ in gained}, gained
+    assert lost == set()

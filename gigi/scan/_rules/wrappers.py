@@ -167,7 +167,9 @@ def through_wrappers(found: Found) -> Found:
                         how = f"hands its parameter to {call.callee}, which locks it"
                     elif (
                         kind == "ACQUIRE"
-                        and passes
+                        # its parameter, or what its parameter holds (c->thread; not a
+                        # list's address, &slab->freelist, which holds units, not one)
+                        and (passes or _hands_part(call, params))
                         and thin
                         and resources <= handed.get(name, set())
                     ):
@@ -272,6 +274,12 @@ def through_wrappers(found: Found) -> Found:
 
 # what a function that reports an error or a warning is named for
 REPORTED = re.compile(r"error|warn|reply|report|fail", re.I)
+
+
+def _hands_part(call, params: set[str]) -> bool:
+    """Whether CALL is handed something one of PARAMS holds (``notify_worker_fd(c->thread,
+    ...)``), not by its address."""
+    return any(root(a) in params and not bare(a).startswith("&") for a in call.args)
 
 
 def _reports(fn) -> set[str]:
