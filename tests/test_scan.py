@@ -2877,3 +2877,38 @@ def test_a_record_shared_by_reference_is_a_resource(tmp_path):
     assert not any(f == "item_weight" for f, _, _ in got)
     why = next(w for c, ok, w in r.candidates if c.function == "item_weight" and not ok)
     assert "an accessor" in why
+
+
+SPIN_MACROS = """
+/* a spin lock of the code's own, built on atomics, taken and given back through macros */
+typedef struct { volatile int v; } spin_t;
+#define SPIN_LOCK(l) do { while (__atomic_exchange_n(&(l)->v, 1, __ATOMIC_ACQUIRE)) ; } while (0)
+#define SPIN_UNLOCK(l) __atomic_store_n(&(l)->v, 0, __ATOMIC_RELEASE)
+typedef struct queue { spin_t lock; int length; } queue_t;
+typedef struct waiter { queue_t *queue; int prio; } waiter_t;
+
+int waiter_prio(waiter_t *p) { return p->prio; }
+
+void waiter_queue_lock(waiter_t *p)
+{
+    SPIN_LOCK(&p->queue->lock);
+}
+
+/* its own work under the lock: a guard, no lock handed out */
+int queue_next_id(queue_t *q)
+{
+    int id;
+    SPIN_LOCK(&q->lock);
+    id = q->length++;
+    SPIN_UNLOCK(&q->lock);
+    return id;
+}
+"""
+
+
+def test_a_lock_macro_of_the_codes_own_is_read_by_its_name(tmp_path):
+    """A lock macro built on no platform call (atomics) is a lock by the last word of its
+    name: a function whose job is taking it hands the lock out; one that takes and gives it
+    back around work of its own only guards that work."""
+    _, got = _sites_by(tmp_path, "spin.c", SPIN_MACROS, r"^its job is")
+    assert got == {("waiter_queue_lock", "ACQUIRE", "waiter.queue")}

@@ -1807,7 +1807,7 @@ def test_a_pool_a_library_keeps_is_taken_and_given_back_by_name(tmp_path):
         ("conn_cleanup", "RELEASE"),
         ("release_conn", "RELEASE"),
     }, gained
-    assert {r for _, _, r, _ in gained} == {"backend_t.cp"}
+    assert {r for _, _, r, _ in gained} == {"backend.cp"}
     assert lost == set()
 
 

@@ -617,7 +617,7 @@ class _Body:
             self.path = outer
             return
         if k == K.VAR_DECL:
-            self.fn.locals[c.spelling] = c.type.spelling
+            self.fn.locals[c.spelling] = _type_names(c.type)
             init = [
                 x
                 for x in c.get_children()

@@ -48,10 +48,17 @@ def unconditional(fn, call) -> bool:
         # clock read in one branch, timeout += now(), is still the caller's in the test)
         return {a.target for a in fn.assigns if a.calls and "." not in a.target and a.line < before}
 
+    # a test that what the call is handed is there at all (``if (allocator->mutex)
+    # lock(allocator->mutex)``) is no decision about another's state
+    handed = {re.sub(r"\s+", "", bare(a)) for a in call.args}
+    present = {f"{x}{y}" for x in handed for y in ("", "!=NULL", "!=0")} - {""}
     return all(
-        not [m for m in b.cond_members if not m.startswith(own)]
-        and not b.cond_calls
-        and not set(b.cond_locals) & results(b.line)
+        (
+            re.sub(r"\s+", "", b.cond) in present
+            or not [m for m in b.cond_members if not m.startswith(own)]
+            and not b.cond_calls
+            and not set(b.cond_locals) & results(b.line)
+        )
         for b in fn.branches
         if (b.if_id, b.side) in on_path
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import Candidate, ResourceGuess
+from gigi.scan._offline import Candidate, ResourceGuess, _words
 from gigi.scan._rules._code import (
     C_SCALARS,
     CHECKS,
@@ -94,6 +94,13 @@ def lock_apis(found: Found) -> Found:
         # its branch of a test of what the caller handed in
         if not prims or not all(unconditional(fn, c) for c in prims):
             continue
+        # a lock macro read by its name, taken and given back in one function, guards its
+        # work (the one that gives back may expand to no call at all: SpinLockRelease), as
+        # one does that moves a count or a field beside it
+        said = {"RELEASE" in THROUGH_POINTER.get(_last_word(c.callee), ("",)) for c in work}
+        steps = any(a.op in ("+=", "-=") or "." in a.target for a in fn.assigns)
+        if any(_by_name(c) for c in prims) and (len(said) > 1 or steps):
+            continue
         if any(c.loops and not _retries_on_interrupt(fn, c) for c in prims):
             continue
         locks = {_lock_of(fn, c) for c in prims}
@@ -131,9 +138,10 @@ def lock_apis(found: Found) -> Found:
 
 
 def _lock_of(fn, call) -> str:
-    """The lock CALL is handed: its first argument's; through a function pointer, the first
-    argument that names one (``lock(mode, base->th_base_lock)``)."""
-    if not call.indirect:
+    """The lock CALL is handed: its first argument's; through a function pointer or a lock
+    macro of the code's own, the first argument that names one (``lock(mode,
+    base->th_base_lock)``, ``HA_SPIN_LOCK(QUEUE_LOCK, &p->queue->lock)``)."""
+    if not call.indirect and not _by_name(call):
         return lock_name(fn, call.args[0] if call.args else "")
     return next((x for x in (lock_name(fn, a) for a in call.args) if x), "")
 
@@ -147,7 +155,22 @@ def _primitive(call) -> str:
     if call.callee in LOCK_PRIMITIVES or call.callee in BY_ARGUMENT:
         return call.callee
     prims = [c for c in call.expands if c in LOCK_PRIMITIVES]
-    return prims[0] if len(prims) == 1 else ""
+    if len(prims) == 1:
+        return prims[0]
+    # a lock macro of the code's own built on no platform call (atomics: HA_SPIN_LOCK), by
+    # the last word of its name
+    return call.callee if call.expands and _last_word(call.callee) in THROUGH_POINTER else ""
+
+
+def _by_name(call) -> bool:
+    """Whether CALL is read as a lock by its name alone: a lock macro of the code's own."""
+    known = call.callee in LOCK_PRIMITIVES or call.callee in BY_ARGUMENT
+    return not call.indirect and not known and _primitive(call) == call.callee
+
+
+def _last_word(name: str) -> str:
+    words = _words(name)
+    return words[-1] if words else ""
 
 
 def _kinds(call) -> tuple[str, ...]:
@@ -156,6 +179,8 @@ def _kinds(call) -> tuple[str, ...]:
     primitive = _primitive(call)
     if call.indirect:
         return THROUGH_POINTER.get(primitive.lower(), ())
+    if _by_name(call):
+        return THROUGH_POINTER.get(_last_word(primitive), ())  # a lock macro, by its name
     if primitive in LOCK_PRIMITIVES:
         return LOCK_PRIMITIVES[primitive]
     if primitive not in BY_ARGUMENT:
@@ -191,7 +216,8 @@ def lock_name(fn, arg: str) -> str:
         r"([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)(?:\s*(?:->|\.)\s*\w+)*", name
     )
     if member:  # of a record handed in, or reached through a local (b = barrier->b)
-        record = _param_type(fn, member.group(1), locals_too=True)
+        # by the record's own name, as its members are known (waiter_t is struct waiter)
+        record = _param_type(fn, member.group(1), locals_too=True, record=True)
         return f"{record}.{member.group(2)}" if record else ""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return ""
@@ -207,14 +233,17 @@ def lock_name(fn, arg: str) -> str:
     return name
 
 
-def _param_type(fn, name: str, locals_too: bool = False) -> str:
+def _param_type(fn, name: str, locals_too: bool = False, record: bool = False) -> str:
     """The type parameter NAME points to, bare (or a local's, with LOCALS_TOO); "" for a
-    scalar or a ``void *`` handed in, which names no lock."""
+    scalar or a ``void *`` handed in, which names no lock. With RECORD, the struct's own
+    name where a typedef spells it (``waiter_t *`` is ``struct waiter *``)."""
     typed = [(t, n) for t, n in fn.params if n == name]
     if locals_too and not typed and name in fn.locals:
         typed = [(fn.locals[name], name)]
     for ctype, _ in typed:
-        base = ctype.split("|")[0].replace("const", "").replace("*", "").strip()
+        spelt, _, canonical = ctype.partition("|")
+        named = record and canonical.strip() and "(" not in canonical
+        base = (canonical if named else spelt).replace("const", "").replace("*", "").strip()
         base = re.sub(r"^(struct|union)\s+", "", base)
         plain = re.fullmatch(r"[A-Za-z_]\w*", base) and base not in C_SCALARS
         return base if plain else ""
