@@ -2912,3 +2912,23 @@ def test_a_lock_macro_of_the_codes_own_is_read_by_its_name(tmp_path):
     back around work of its own only guards that work."""
     _, got = _sites_by(tmp_path, "spin.c", SPIN_MACROS, r"^its job is")
     assert got == {("waiter_queue_lock", "ACQUIRE", "waiter.queue")}
+
+
+def test_a_record_of_options_is_no_resource(tmp_path):
+    """A record named for options (``runopts``) is settings however its members look; the
+    same members in a pool's record make a resource."""
+    text = """
+#include <pthread.h>
+typedef struct listener { struct listener *next; int fd; } listener_t;
+typedef struct svr_runopts {
+    listener_t *listeners; unsigned int listen_count; unsigned int max_listeners;
+    pthread_mutex_t lock;
+} svr_runopts;
+typedef struct conn_pool {
+    listener_t *free; unsigned int free_count; unsigned int max_conns; pthread_mutex_t lock;
+} conn_pool_t;
+"""
+    (tmp_path / "opts.c").write_text(text)
+    r = scan(tmp_path, jobs=1)
+    names = {g.name for g in r.resources + r.unconfirmed}
+    assert "conn_pool" in names and "svr_runopts" not in names, names

@@ -23,7 +23,9 @@ RESOURCE_NAME = re.compile(
     r"|ring|page|conn|worker|txn|undo|kv",
     re.I,
 )
-NOT_RESOURCE = re.compile(r"config|conf$|settings|option|stat|metric|wrapper|guard|util", re.I)
+NOT_RESOURCE = re.compile(
+    r"config|conf$|settings|option|opts$|stat|metric|wrapper|guard|util", re.I
+)
 COUNTER = re.compile(
     r"^(n_|num_?|nr_)|count|used|usage|busy|free|refs?$|ref_?count|pin|head|tail|size|avail"
     r"|in_use|inuse|outstanding|nslots|n_slots|charge|shared|exclusive|active|cnt|allocated"
