@@ -540,19 +540,6 @@ int my_mutex_timedlock(pthread_mutex_t *mutex, long timeout)
 """
 
 
-def test_a_wrapper_may_end_the_program_or_read_the_clock(tmp_path):
-    """abort() on the path where the one call failed is a check, and a clock read for the
-    deadline is no work either: each function is still a lock API, on what it is handed (a
-    parameter moved by the clock read in one branch is still tested as the caller's)."""
-    _, got = _sites_by(tmp_path, "timed.c", TIMED, r"^its job is")
-    assert got == {
-        ("my_cond_timedwait", "WAIT", "pthread_cond_t"),
-        ("my_barrier_wait", "WAIT", "pthread_barrier_t"),
-        ("my_mutex_timedlock", "ACQUIRE", "pthread_mutex_t"),
-        ("my_mutex_timedlock", "WAIT", "pthread_mutex_t"),
-    }
-
-
 MECHANISMS = """
 /* a process lock, taken through the methods of whichever mechanism it was made with */
 struct proc_lock;
@@ -571,17 +558,41 @@ int proc_lock_destroy(proc_lock_t *m) { return m->meth->cleanup(m); }
 """
 
 
-def test_a_lock_taken_through_a_method_is_a_lock_api(tmp_path):
-    """A function whose job is a call through a function pointer named for taking or giving
-    back a lock (a method of the mechanism the lock was made with) is a lock API, on the lock
-    it hands over; a method named for anything else is not."""
-    _, got = _sites_by(tmp_path, "proc.c", MECHANISMS, r"^its job is")
-    assert got == {
-        ("proc_lock_lock", "ACQUIRE", "proc_lock_t"),
-        ("proc_lock_timedlock", "WAIT", "proc_lock_t"),
-        ("proc_lock_timedlock", "ACQUIRE", "proc_lock_t"),
-        ("proc_lock_unlock", "RELEASE", "proc_lock_t"),
-    }
+@pytest.mark.parametrize(
+    "text, wanted",
+    [
+        # abort() on the path where the one call failed is a check, and a clock read for
+        # the deadline is no work either (a parameter moved by the clock read in one branch
+        # is still tested as the caller's)
+        (
+            TIMED,
+            {
+                ("my_cond_timedwait", "WAIT", "pthread_cond_t"),
+                ("my_barrier_wait", "WAIT", "pthread_barrier_t"),
+                ("my_mutex_timedlock", "ACQUIRE", "pthread_mutex_t"),
+                ("my_mutex_timedlock", "WAIT", "pthread_mutex_t"),
+            },
+        ),
+        # a call through a function pointer named for taking or giving back a lock (a
+        # method of the mechanism the lock was made with); a method named for anything
+        # else is not one
+        (
+            MECHANISMS,
+            {
+                ("proc_lock_lock", "ACQUIRE", "proc_lock_t"),
+                ("proc_lock_timedlock", "WAIT", "proc_lock_t"),
+                ("proc_lock_timedlock", "ACQUIRE", "proc_lock_t"),
+                ("proc_lock_unlock", "RELEASE", "proc_lock_t"),
+            },
+        ),
+    ],
+    ids=["checks-and-clocks", "methods"],
+)
+def test_a_lock_api_by_what_its_one_call_is(tmp_path, text, wanted):
+    """A function whose job is one lock call is a lock API on what it hands over, whatever
+    else it does beside the call that is no work, and however the call reaches the lock."""
+    _, got = _sites_by(tmp_path, "locks.c", text, r"^its job is")
+    assert got == wanted
 
 
 REGION = """
