@@ -1,10 +1,10 @@
 """A loop that blocks on a condition variable until some shared state says go
 (``while (init_count < nthreads) pthread_cond_wait(&init_cond, &init_lock)``), or an if that
-blocks once while it says wait, waits: for the
-resource that state is part of, where one was found, else for the condition itself, named by
-what the wait is handed (a global, or a record's member). The state must be shared: a member
-or a global the loop's condition reads, not a local of the function's own. Found whatever
-record the recall proposed, as a wait on a global often has none."""
+blocks once while it says wait, waits: for the resource that state is part of, where one was
+found, else for the condition itself, named by what the wait is handed (a global, or a
+record's member). The state must be shared: a member or a global the test reads, or a local
+copied from one before it, not a local of the function's own. Found whatever record the
+recall proposed, as a wait on a global often has none."""
 
 from __future__ import annotations
 
@@ -40,21 +40,22 @@ def waits_on_conditions(found: Found) -> Found:
             continue
         # a loop, or an if that waits once (``if (pending[type] != 0) pthread_cond_wait(...)``)
         guards = [*fn.loops, *(b for b in fn.branches if b.side == 0)]
-        for loop in guards:
+        for guard in guards:
             calls = [
                 c
                 for c in fn.calls
-                if c.callee in waits and loop.line <= c.line <= loop.end_line and c.args
+                if c.callee in waits and guard.line <= c.line <= guard.end_line and c.args
             ]
             # globals of other files by name (the file's own are among its members)
-            named = {m.rsplit(".", 1)[-1] for m in loop.cond_members}
-            shared = [g for g in getattr(loop, "cond_globals", ()) if g not in named]
+            named = {m.rsplit(".", 1)[-1] for m in guard.cond_members}
+            # (an if keeps no globals of its own: its members and locals say it)
+            shared = [g for g in getattr(guard, "cond_globals", ()) if g not in named]
             # and a local the test reads that was copied from shared state before it
             # (``val = bio_pending[type]; if (val != 0)``)
-            members = list(loop.cond_members) + [
+            members = list(guard.cond_members) + [
                 x
                 for a in fn.assigns
-                if a.target in loop.cond_locals and a.line < loop.line and not a.calls
+                if a.target in guard.cond_locals and a.line < guard.line and not a.calls
                 for x in a.sources
                 if "." in x
             ]
@@ -78,7 +79,7 @@ def waits_on_conditions(found: Found) -> Found:
                 continue
             state = ", ".join(members + shared)
             why = f"blocks in {calls[0].callee} until {state} says go"
-            c = Candidate(fn.file, fn.name, loop.line, "WAIT", resource, "", "1", "heuristic", why)
+            c = Candidate(fn.file, fn.name, guard.line, "WAIT", resource, "", "1", "heuristic", why)
             out.append(Site(c, True, f"verified: {why}"))
             if cond:
                 waited.setdefault(cond, (resource, set()))[1].update(members + shared)

@@ -23,10 +23,10 @@ GIVES = {"release", "checkin"}
 
 def pools_of_libraries(found: Found) -> Found:
     defined = {name.split("::")[-1] for _, name in found.functions}
+    have = {(c.function, c.kind) for c, ok, _ in found.sites if ok}  # the events found so far
     guesses = {}
     out = []
     for fn in found.functions.values():
-        have = {(c.function, c.kind) for c, ok, _ in found.sites if ok and c.function == fn.name}
         for call in fn.calls:
             words = _words(call.callee)
             if call.callee in defined or call.indirect or call.loops or not words:
