@@ -2943,3 +2943,53 @@ typedef struct conn_pool {
     r = scan(tmp_path, jobs=1)
     names = {g.name for g in r.resources + r.unconfirmed}
     assert "conn_pool" in names and "svr_runopts" not in names, names
+
+
+GETTERS = """
+#include <stddef.h>
+/* a buffer of chains whose lock is taken through a table of the program's lock functions,
+   each call behind its own test that the buffer has a lock */
+struct lock_fns { void (*lock)(int mode, void *l); void (*unlock)(int mode, void *l); };
+extern struct lock_fns lock_fns_;
+#define BUF_LOCK(b) do { if ((b)->lock) lock_fns_.lock(0, (b)->lock); } while (0)
+#define BUF_UNLOCK(b) do { if ((b)->lock) lock_fns_.unlock(0, (b)->lock); } while (0)
+typedef struct chain { struct chain *next; size_t off; char data[64]; } chain_t;
+typedef struct buffer {
+    chain_t *first; chain_t *free_chains; size_t total_len; size_t max_len;
+    void *lock; int own_lock; /* the lock, and whether the buffer made it */
+} buffer_t;
+
+chain_t *buf_take_chain(buffer_t *b)
+{
+    chain_t *c;
+    BUF_LOCK(b);
+    c = b->free_chains;
+    if (c) {
+        b->free_chains = c->next;
+        b->total_len -= c->off;
+    }
+    BUF_UNLOCK(b);
+    return c;
+}
+
+size_t buf_get_length(buffer_t *b)
+{
+    size_t n;
+    BUF_LOCK(b);
+    n = b->total_len;
+    BUF_UNLOCK(b);
+    return n;
+}
+"""
+
+
+def test_a_getter_under_a_lock_it_gives_back_holds_nothing(tmp_path):
+    """A function that takes the buffer's lock, reads a number and gives the lock back
+    before it returns is a getter: no ACQUIRE of the lock, and no USE, though its lock and
+    unlock sit each behind its own test of the same condition. Taking a chain off the free
+    list under the same lock is an ACQUIRE."""
+    r, got = _sites_by(tmp_path, "buffer.c", GETTERS, r".")
+    assert ("buf_take_chain", "ACQUIRE", "buffer") in got
+    assert not any(f == "buf_get_length" for f, _, _ in got)
+    why = {w for c, ok, w in r.candidates if c.function == "buf_get_length" and not ok}
+    assert any("gives back" in w or "an accessor" in w for w in why), why

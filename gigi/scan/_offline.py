@@ -1517,6 +1517,15 @@ def same_path(a: tuple, b: tuple) -> bool:
     return all(branch.get(i, side) == side for i, side in b)
 
 
+def within(fn: Function, inner: tuple, outer: tuple) -> bool:
+    """Whether code on path INNER runs whenever code on path OUTER does, after it: every
+    branch of INNER is one of OUTER's, or tests what one of OUTER's tests, on the same side
+    (a lock macro's own ``if (lockvar)`` around the unlock, as around the lock)."""
+    conds = {(b.if_id, b.side): re.sub(r"\s+", "", b.cond) for b in fn.branches}
+    tested = {(conds.get(step), step[1]) for step in outer}
+    return all(step in outer or (conds.get(step), step[1]) in tested for step in inner)
+
+
 def _bookkeeping(member: str) -> bool:
     """Counters, flags and links, what a unit is (its type, its encoding, its state, its id
     or its class's: ``uid``, ``slabs_clsid``), how long its data is (``klen``), when it was

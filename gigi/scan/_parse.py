@@ -858,7 +858,10 @@ class _Body:
             if inner:
                 r = self.reads(inner[0])
                 receiver = next((x for x in r if "." in x), "")
-        args = [_text(a) for a in c.get_arguments()] if hasattr(c, "get_arguments") else []
+        # (an argument spelt from a macro defined above the function in its file has no text
+        # of its own: its tokens would run from the definition on)
+        within = self.body or self.decl
+        args = [_text(a, within) for a in c.get_arguments()] if hasattr(c, "get_arguments") else []
         written = _written_args(c)
         if len(written) == len(args):
             args = written  # as written: a macro argument by its name, not its expansion

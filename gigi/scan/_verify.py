@@ -27,6 +27,7 @@ from gigi.scan._offline import (
     BLOCKING,
     BUFFER,
     CAS,
+    GUARD,
     NONZERO,
     REFERENCE,
     ZERO,
@@ -41,6 +42,7 @@ from gigi.scan._offline import (
     is_status,
     lock_calls,
     made_from_params,
+    names_a_lock_call,
     queue_moves,
     record_pattern,
     references_taken,
@@ -56,6 +58,7 @@ from gigi.scan._offline import (
     through_pointer,
     transfers,
     walks,
+    within,
 )
 from gigi.scan._parse import Function
 
@@ -225,7 +228,7 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     # on every path stays with the caller
     unlocks = lock_calls(fn, unlock=True)
     kept = [
-        x for x in locks if not any(u.line > x.line and set(u.path) <= set(x.path) for u in unlocks)
+        x for x in locks if not any(u.line > x.line and within(fn, u.path, x.path) for u in unlocks)
     ]
     # or on the resource itself, where it counts its holders (an address's refcount)
     objects = {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
@@ -271,6 +274,9 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     )
     if not lookup:
         return Verdict(False, "the value returned is not found through a lookup")
+    if locks and not (takes or cas or pops or moved or kept) and _a_number(fn.return_type):
+        # a getter: a number read under a lock it gives back before it returns holds nothing
+        return Verdict(False, f"reads a number under a lock ({locks[0].callee}) it gives back")
     how = (
         "count raised"
         if takes
@@ -286,6 +292,19 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         True,
         f"{how}; a value derived from the resource is "
         f"{'returned' if returned else 'written to an out-parameter'}",
+    )
+
+
+def _a_number(return_type: str) -> bool:
+    """Whether a return type, as declared, is a number (``size_t``, ``int``, ``ev_uint32_t``),
+    not a pointer nor a handle of the code's own (PostgreSQL's ``Buffer``).
+
+    >>> _a_number("size_t | unsigned long"), _a_number("Buffer | int"), _a_number("item *")
+    (True, False, False)
+    """
+    declared = return_type.split("|")[0]
+    return "*" not in declared and bool(
+        re.search(r"size|int|long|short|bool|char|float|double|unsigned|off_t", declared)
     )
 
 
@@ -426,8 +445,10 @@ def _use(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict
         return Verdict(
             False, "hands out an object of the resource without taking it: a lookup, not a use"
         )
+    # the lock a getter takes around its read does no work on the resource
+    work = [x for x in fn.calls if not names_a_lock_call(x.callee) and not GUARD.search(x.callee)]
     if "*" not in fn.return_type and not (
-        fn.calls or fn.loops or any(a.op != "read" or BUFFER.match(a.member) for a in fn.accesses)
+        work or fn.loops or any(a.op != "read" or BUFFER.match(a.member) for a in fn.accesses)
     ):
         # a predicate, a time, a status: it reads a few fields and answers with a value (one
         # that reads the unit's data, or hands out a pointer into it, uses it)
