@@ -2953,7 +2953,9 @@ struct lock_fns { void (*lock)(int mode, void *l); void (*unlock)(int mode, void
 extern struct lock_fns lock_fns_;
 #define BUF_LOCK(b) do { if ((b)->lock) lock_fns_.lock(0, (b)->lock); } while (0)
 #define BUF_UNLOCK(b) do { if ((b)->lock) lock_fns_.unlock(0, (b)->lock); } while (0)
-typedef struct chain { struct chain *next; size_t off; char data[64]; } chain_t;
+typedef struct chain {
+    struct chain *next; size_t off; void (*readcb)(void *); void *cbarg; char data[64];
+} chain_t;
 typedef struct buffer {
     chain_t *first; chain_t *free_chains; size_t total_len; size_t max_len;
     void *lock; int own_lock; /* the lock, and whether the buffer made it */
@@ -2972,6 +2974,14 @@ chain_t *buf_take_chain(buffer_t *b)
     return c;
 }
 
+void buf_set_cb(buffer_t *b, chain_t *c, void (*readcb)(void *), void *cbarg)
+{
+    BUF_LOCK(b);
+    c->readcb = readcb;
+    c->cbarg = cbarg;
+    BUF_UNLOCK(b);
+}
+
 size_t buf_get_length(buffer_t *b)
 {
     size_t n;
@@ -2986,10 +2996,13 @@ size_t buf_get_length(buffer_t *b)
 def test_a_getter_under_a_lock_it_gives_back_holds_nothing(tmp_path):
     """A function that takes the buffer's lock, reads a number and gives the lock back
     before it returns is a getter: no ACQUIRE of the lock, and no USE, though its lock and
-    unlock sit each behind its own test of the same condition. Taking a chain off the free
-    list under the same lock is an ACQUIRE."""
+    unlock sit each behind its own test of the same condition; one that stores a chain's
+    callback so is a setter. Taking a chain off the free list under the same lock is an ACQUIRE."""
     r, got = _sites_by(tmp_path, "buffer.c", GETTERS, r".")
     assert ("buf_take_chain", "ACQUIRE", "buffer") in got
     assert not any(f == "buf_get_length" for f, _, _ in got)
     why = {w for c, ok, w in r.candidates if c.function == "buf_get_length" and not ok}
     assert any("gives back" in w or "an accessor" in w for w in why), why
+    assert not any(f == "buf_set_cb" for f, _, _ in got)
+    why = {w for c, ok, w in r.candidates if c.function == "buf_set_cb" and not ok}
+    assert any("a setter" in w for w in why), why

@@ -453,4 +453,12 @@ def _use(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict
         # a predicate, a time, a status: it reads a few fields and answers with a value (one
         # that reads the unit's data, or hands out a pointer into it, uses it)
         return Verdict(False, "only reads fields and answers a value: an accessor, not a use")
+    if "*" not in fn.return_type and not (
+        work
+        or fn.loops
+        or any(a.op not in ("read", "write") or BUFFER.match(a.member) for a in fn.accesses)
+        or not any(a.op == "write" for a in fn.accesses if a.record in mine)
+    ):
+        # an option, a callback, a limit stored (under its lock or not): set up, not worked
+        return Verdict(False, "only stores fields: a setter, not a use")
     return Verdict(True, "touches " + ", ".join(touched[:4]))
