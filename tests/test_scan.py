@@ -3006,3 +3006,79 @@ def test_a_getter_under_a_lock_it_gives_back_holds_nothing(tmp_path):
     assert not any(f == "buf_set_cb" for f, _, _ in got)
     why = {w for c, ok, w in r.candidates if c.function == "buf_set_cb" and not ok}
     assert any("a setter" in w for w in why), why
+
+
+CHAINS = """
+#include <stdlib.h>
+#include <string.h>
+/* blocks of a fixed size off a free list; data longer than one block takes a chain */
+struct block { struct block *next; char key[40]; };
+static struct block *block_free;
+static unsigned int blocks_used, blocks_alloced;
+
+static void add_blocks(int n)
+{
+    struct block *new = malloc(n * sizeof(struct block));
+    if (new) {
+        for (int i = 0; i < n - 1; i++)
+            new[i].next = &new[i + 1];
+        new[n - 1].next = block_free;
+        block_free = new;
+        blocks_alloced += n;
+    }
+}
+
+static struct block *new_block(void)
+{
+    struct block *b = NULL;
+    if (!block_free)
+        add_blocks(50);
+    if (block_free) {
+        b = block_free;
+        block_free = b->next;
+        blocks_used++;
+    }
+    return b;
+}
+
+void blocks_free(struct block *b)
+{
+    struct block *tmp;
+    for (; b; b = tmp) {
+        tmp = b->next;
+        b->next = block_free;
+        block_free = b;
+        blocks_used--;
+    }
+}
+
+static struct block *blocks_fill(const char *data, size_t len)
+{
+    struct block *b, *ret = NULL, **prev = &ret;
+    do {
+        size_t n = len > 40 ? 40 : len;
+        if (!(b = new_block())) {
+            blocks_free(ret);
+            return NULL;
+        }
+        memcpy(b->key, data, n);
+        data += n;
+        len -= n;
+        *prev = b;
+        prev = &b->next;
+    } while (len != 0);
+    return ret;
+}
+
+struct block *blocks_alloc(const char *data, size_t len)
+{
+    return blocks_fill(data, len);
+}
+"""
+
+
+def test_a_chain_of_units_taken_in_a_loop_is_handed_out(tmp_path):
+    """A function that takes a unit on every turn of a loop and links each into the chain it
+    returns acquires them, for the function of the interface that wraps it."""
+    r, got = _sites_by(tmp_path, "blocks.c", CHAINS, r"links what new_block acquires|wrapper")
+    assert ("blocks_alloc", "ACQUIRE") in {(f, k) for f, k, _ in got}, got

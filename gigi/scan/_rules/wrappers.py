@@ -34,6 +34,7 @@ from gigi.scan._offline import (
     records_of,
     reports_on,
     sleeps,
+    through_pointer,
 )
 from gigi.scan._rules._code import (
     C_SCALARS,
@@ -134,7 +135,10 @@ def through_wrappers(found: Found) -> Found:
                 for kind, resources in sorted(got.items(), key=lambda kr: kr[0] == "WAIT"):
                     if kind in kinds_of.get(fn.name, ()) or reporting and kind != "USE":
                         continue
-                    if (releases_only or looped) and kind != "RELEASE":
+                    # (or a loop that takes a unit on every turn and links it into the
+                    # chain it hands out)
+                    chained = looped and kind in ("ACQUIRE", "WAIT") and _chains(fn, call)
+                    if (releases_only or looped and not chained) and kind != "RELEASE":
                         continue
                     if handle and kind == "RELEASE" and fn.end_line - fn.line > LONGER_LINES:
                         continue
@@ -146,6 +150,8 @@ def through_wrappers(found: Found) -> Found:
                     passes = any(bare(a) in params for a in call.args)
                     if kind == "WAIT":
                         pass
+                    elif chained and kind == "ACQUIRE":
+                        fits, how = True, f"links what {call.callee} acquires into {chained}"
                     elif looped:
                         resources = {
                             r
@@ -335,6 +341,22 @@ def _fast_path_before(fn, call) -> str:
         if found and tested and not set(tested) & searched:
             return b.cond
     return ""
+
+
+def _chains(fn, call) -> str:
+    """The chain FN hands out of what CALL, in a loop, acquires on every turn, or '': its
+    result linked through a pointer or into a member (``*prev = block``, ``tail->next =
+    block``) of a list that FN returns, a local of the same type as the unit
+    (dnsmasq's blockdata_alloc_real builds a chain of blocks, one new_block() per turn)."""
+    got = {a.target for a in fn.assigns if call.callee in a.calls and a.target in fn.locals}
+    linked = any(
+        set(a.sources) & got and (through_pointer(a.target) or "." in a.target) for a in fn.assigns
+    )
+    if not linked:
+        return ""
+    unit = {fn.locals[x] for x in got}
+    returned = {x for _, srcs, _ in fn.returns for x in srcs if x in fn.locals}
+    return next((x for x in sorted(returned - got) if fn.locals[x] in unit), "")
 
 
 def _sleeping_loop(fn, call):
