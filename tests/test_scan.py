@@ -3082,3 +3082,39 @@ def test_a_chain_of_units_taken_in_a_loop_is_handed_out(tmp_path):
     returns acquires them, for the function of the interface that wraps it."""
     r, got = _sites_by(tmp_path, "blocks.c", CHAINS, r"links what new_block acquires|wrapper")
     assert ("blocks_alloc", "ACQUIRE") in {(f, k) for f, k, _ in got}, got
+
+
+RESETS = """
+#include <stdlib.h>
+/* forward records kept on a free list when done */
+struct frec { struct frec *next_free; int flags; char *stash; struct frec *dependent; };
+struct daemon { struct frec *free_frecs; int frecs_used; int frecs_max; };
+extern struct daemon *daemon;
+
+struct frec *get_new_frec(void)
+{
+    struct frec *f = daemon->free_frecs;
+    if (f) {
+        daemon->free_frecs = f->next_free;
+        daemon->frecs_used++;
+    }
+    return f;
+}
+
+void free_frec(struct frec *f)
+{
+    free(f->stash);
+    f->next_free = daemon->free_frecs;
+    daemon->free_frecs = f;
+    f->stash = NULL;
+    f->flags = 0;
+    f->dependent = NULL;
+}
+"""
+
+
+def test_fields_cleared_after_a_release_are_no_use_of_it(tmp_path):
+    """A function that gives a record back and then clears its fields (``f->stash = NULL``)
+    releases it: a store of nothing into the record resets it, it does not use it."""
+    r, got = _sites_by(tmp_path, "forward.c", RESETS, r".")
+    assert ("free_frec", "RELEASE") in {(f, k) for f, k, _ in got}, r.candidates

@@ -272,13 +272,16 @@ USED_AFTER = """
 typedef struct conn { struct conn *next; int fd; } conn;
 typedef struct conn_pool { conn *free; unsigned int n_free; unsigned int max_conns; } conn_pool;
 
-/* put back, then touched: not the last word on it, so no release */
+extern void count_fd(int fd);
+
+/* put back, then its socket counted: not the last word on it, so no release (clearing a
+   field after, c->fd = -1, would only reset it) */
 void conn_put(conn_pool *p, conn *c)
 {
     p->n_free++;
     c->next = p->free;
     p->free = c;
-    c->fd = -1;
+    count_fd(c->fd);
 }
 """
 
@@ -1129,7 +1132,7 @@ typedef struct cpool {
 extern int send_all(int fd, const char *buf, int n);
 extern void flush_fd(int fd);
 extern void note_time(void);
-extern void close_fd(int fd);
+extern void count_fd(int fd);
 
 conn_t *cpool_get(cpool_t *p)
 {
@@ -1172,7 +1175,7 @@ void cpool_finish(cpool_t *p, conn_t *c)
     if (p->n_free < p->capacity)
         cpool_put(p, c);
     else
-        close_fd(c->fd);
+        count_fd(c->fd);
 }
 
 /* takes one, works through it, gives it back: it holds it inside, no event of its own */
@@ -1214,7 +1217,7 @@ void cpool_put_chain(cpool_t *p, conn_t *c)
 void cpool_close(cpool_t *p, conn_t *c)
 {
     note_time();
-    close_fd(c->fd);
+    count_fd(c->fd);
     if (p->n_free < p->capacity)
         cpool_put(p, c);
 }

@@ -1482,7 +1482,7 @@ def release_effects(
         ):
             out.append(Effect(a.line, a.path, "put back"))
         elif a.op == "=" and (
-            _falsy(a.text)
+            falsy(a.text)
             and FLAG.search(member)
             or a.target in links
             and FREE_LIST.search(member)
@@ -1608,7 +1608,9 @@ def _truthy(text: str) -> bool:
     return rhs in ("true", "1") or rhs.endswith(("true", "= 1"))
 
 
-def _falsy(text: str) -> bool:
+def falsy(text: str) -> bool:
+    """Whether an assignment's value is nothing: false, zero, NULL, or -1 (``f->sentto =
+    NULL``)."""
     rhs = text.split("=", 1)[-1].strip()
     return rhs in ("false", "0", "NULL", "nullptr", "- 1")
 

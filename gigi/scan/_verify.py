@@ -37,6 +37,7 @@ from gigi.scan._offline import (
     checked_takes,
     counted_up,
     fallbacks,
+    falsy,
     gives_units,
     heads_by_address,
     is_status,
@@ -400,12 +401,16 @@ def _release(
         # (nor in the last holder's branch, where the count it lowered reached zero and the
         # object is torn down: if (--o->refs == 0) free(o))
         last_holder = _last_holder(fn, obj)
+        # (nor its fields cleared after: f->stash = NULL resets what was given back)
+        resets = {a.line for a in fn.assigns if a.target_base == obj and a.op == "="}
+        resets -= {a.line for a in fn.assigns if a.line in resets and not falsy(a.text)}
         later = [
             n
             for n, path in fn.uses_after.get(obj, [])
             if n > mine_last.line
             and same_path(path, mine_last.path)
             and not last_holder & set(path)
+            and n not in resets
         ]
         if later:
             return Verdict(False, f"{obj} is used again at line {later[0]}, after its release")
