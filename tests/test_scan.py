@@ -3118,3 +3118,53 @@ def test_fields_cleared_after_a_release_are_no_use_of_it(tmp_path):
     releases it: a store of nothing into the record resets it, it does not use it."""
     r, got = _sites_by(tmp_path, "forward.c", RESETS, r".")
     assert ("free_frec", "RELEASE") in {(f, k) for f, k, _ in got}, r.candidates
+
+
+BY_INDEX = """
+/* buffers in an array, the free ones linked by index under a spin lock of the program's */
+typedef volatile int slock_t;
+extern void spin_acquire(slock_t *l);
+extern void spin_release(slock_t *l);
+typedef struct desc { int buf_id; int refcount; int free_next; } desc_t;
+typedef struct buffer_control {
+    slock_t strategy_lock;
+    int first_free; /* head of the list of unused buffers */
+    unsigned int n_allocs;
+} buffer_control_t;
+extern desc_t *descriptors;
+extern buffer_control_t *control;
+
+desc_t *get_free_buffer(void)
+{
+    desc_t *buf = 0;
+    spin_acquire(&control->strategy_lock);
+    if (control->first_free >= 0) {
+        buf = &descriptors[control->first_free];
+        control->first_free = buf->free_next;
+        buf->free_next = -2;
+        control->n_allocs++;
+    }
+    spin_release(&control->strategy_lock);
+    return buf;
+}
+
+void free_buffer(desc_t *buf)
+{
+    spin_acquire(&control->strategy_lock);
+    buf->free_next = control->first_free;
+    control->first_free = buf->buf_id;
+    spin_release(&control->strategy_lock);
+}
+"""
+
+
+def test_a_free_list_linked_by_index_is_a_pool(tmp_path):
+    """A list of free units linked by their index in an array, not by pointers (a head that
+    is an int, each unit's next an int): its record is a pool of the units, though a spin
+    lock sits beside the head, and putting a unit's index at the head gives the unit back."""
+    r, got = _sites_by(tmp_path, "freelist.c", BY_INDEX, r".")
+    pool = next(g for g in r.resources if g.name == "buffer_control")
+    assert pool.sharing == "pool" and "desc" in pool.elements
+    assert {("get_free_buffer", "ACQUIRE"), ("free_buffer", "RELEASE")} <= {
+        (f, k) for f, k, res in got if res == "buffer_control"
+    }, got

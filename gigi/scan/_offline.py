@@ -484,8 +484,16 @@ def list_elements(functions, members: list[Member]) -> None:
     """Give an untyped free list its element type, read from the code that pops and pushes
     it: ``it = (item *) p->slots; p->slots = it->next`` pops ``_stritem``s off the
     ``void *slots`` of slabclass_t, and ``it->next = p->slots; p->slots = it`` pushes one.
-    Such a member then lists the record's units, as a typed one does."""
-    untyped = {(m.record, m.name): m for m in members if not m.element and "*" in m.type}
+    Such a member then lists the record's units, as a typed one does. So does an integer
+    that heads a list linked by index (``buf = GetBufferDescriptor(sc->firstFreeBuffer);
+    sc->firstFreeBuffer = buf->freeNext``): the index that links each unit to the next
+    (``freeNext``) is then a link of the unit's record to its own kind, as a pointer is."""
+    untyped = {
+        (m.record, m.name): m
+        for m in members
+        if not m.element and ("*" in m.type or INTEGER.match(m.type))
+    }
+    indices = {(m.record, m.name): m for m in members if INTEGER.match(m.type)}
     for fn in functions:
         from_head: dict[str, set[str]] = {}  # local -> the heads it was read from
         linked: dict[str, set[tuple[str, str]]] = {}  # local -> (head, its link's record)
@@ -511,6 +519,10 @@ def list_elements(functions, members: list[Member]) -> None:
                     break
             if element and element != head[0]:
                 untyped[head].element = element
+                if "*" not in untyped[head].type:  # linked by index: the unit's link too
+                    for x in (s for s in a.sources if s.startswith(element + ".")):
+                        if tuple(x.split(".", 1)) in indices:
+                            indices[tuple(x.split(".", 1))].element = element
 
 
 def pops_of(fn: Function, guess: ResourceGuess) -> list:
@@ -648,9 +660,14 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
         # table's entries, an entry's references) is the pool of those; the word only guards
         # its bookkeeping. A lock's state named for its mode (writeLock, lock_mode) stays one.
         counts = any(COUNTER.search(n) and not LOCK_WORD.search(n) for n in names)
+        # a record that heads a free list of other records hands those out: a lock beside
+        # the list, typed as one, guards it (BufferStrategyControl's buffer_strategy_lock,
+        # of type slock_t)
+        free_list = any(m.element and m.element != r.name and FREE_LIST.search(m.name) for m in ms)
         lock_state = any(
             re.search(r"lock$|^e_?lock|lock_?mode", m.name, re.I)
             and not SYNC.search(m.type)
+            and not (free_list and re.search(r"lock", m.type, re.I))
             and not (counts and LOCK_WORD.fullmatch(m.name))
             for m in ms
         )
@@ -696,7 +713,7 @@ def _kept_free(g: ResourceGuess, by_record: dict[str, list[Member]]) -> None:
             m
             for m in ms
             if m.element == g.name
-            and "*" in m.type
+            and ("*" in m.type or INTEGER.match(m.type))  # a pointer, or an index
             and any(FREE_LIST.search(w) and w.lower() not in named for w in _words(m.name))
             and not (rec in own and _names_record(m.name, {g.name}))
         ]
@@ -1477,7 +1494,13 @@ def release_effects(
         elif (
             a.op == "="
             and a.target in free
-            and value in linked
+            # the unit, or its index in a list linked by index (head = buf->buf_id)
+            and (
+                value in linked
+                or re.fullmatch(r"\w+\s*(->|\.)\s*\w+", value)
+                and root(value) in linked
+                and not set(a.sources) & links
+            )
             and not any(lp.line <= a.line <= lp.end_line for lp in fn.loops)  # a list filled
         ):
             out.append(Effect(a.line, a.path, "put back"))
