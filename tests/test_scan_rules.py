@@ -815,18 +815,20 @@ int main(void)
 
 def test_a_loop_that_gives_back_each_unit_it_walks_releases_them(tmp_path):
     """Handing each connection of a list, on every turn, to the function that gives one
-    back releases them all, each turn's one named; handing back only those a test of
-    their state picks is no wrapper's, but a longer function's last word on each; a driver
-    that also takes them, or a program's main, is no release of its own."""
+    back releases them all, each turn's one named; so does handing back only those a test
+    of their own state picks (a filter of the walk); a driver that also takes them, or a
+    program's main, is no release of its own."""
     gained, lost = _difference(
         tmp_path, {"pool.c": LOOP_RELEASE}, "through_wrappers", "handed_through_calls"
     )
     assert {(f, k, o) for f, k, _, o in gained} == {
         ("conn_release_list", "RELEASE", "c"),
-        # a reaper whose last word on each connection it picks is giving it back: by the
-        # rule for longer functions, not as a wrapper's release of every one it walks
+        # a reaper that gives back each connection it picks by the connection's own state
         ("conn_reap", "RELEASE", "c"),
     }, gained
+    r = scan(tmp_path, jobs=1)
+    why = {c.function: w for c, ok, w in r.candidates if ok and c.kind == "RELEASE"}
+    assert "gives back each unit it walks" in why["conn_reap"], why
     assert lost == set()
     released = {f for f, k, _, _ in _kept(tmp_path, {}, RULES) if k == "RELEASE"}
     assert not released & {"conn_churn", "main"}, released

@@ -409,13 +409,26 @@ def _gives_back_in_loop(fn, call, at: set[int], events: dict, resource: str) -> 
     if any(resource in events.get(c.callee, {}).get("ACQUIRE", ()) for c in fn.calls):
         return False
     inner = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
-    if not inner or not unconditional(fn, call):
+    unit = handed_unit(fn, call, at)
+    if not inner or not (unconditional(fn, call) or _picks(fn, call, unit)):
         return False
     loop = max(inner, key=lambda lp: lp.line)
     busy = [c for c in loop.body_calls if not CHECKS.search(c) and not GUARDS.search(c)]
     if len(set(busy)) > 3:
         return False  # the loop does work of its own
-    return bool(handed_unit(fn, call, at))
+    return bool(unit)
+
+
+def _picks(fn, call, unit: str) -> bool:
+    """Whether the only tests CALL sits behind pick which units to hand over by their own
+    state (``if (bufHdr->tag.rnode.dbNode == dbid) InvalidateBuffer(bufHdr)``): a test of
+    UNIT, with no call, is a filter of the walk, not a decision about another's state."""
+    on_path = set(call.path)
+    return bool(unit) and all(
+        unit in b.cond_locals and not b.cond_calls
+        for b in fn.branches
+        if (b.if_id, b.side) in on_path
+    )
 
 
 def released_at(released: dict, fn, resource: str, line: int, obj: str):
