@@ -3168,3 +3168,38 @@ def test_a_free_list_linked_by_index_is_a_pool(tmp_path):
     assert {("get_free_buffer", "ACQUIRE"), ("free_buffer", "RELEASE")} <= {
         (f, k) for f, k, res in got if res == "buffer_control"
     }, got
+
+
+SYNC_BUILTINS = """
+#include <stdlib.h>
+/* a message shared by reference, counted with GCC's __sync builtins through macros */
+#define ATOMIC_INC(data) ((void) __sync_fetch_and_add(data, 1))
+#define ATOMIC_DEC_AND_FETCH(data) __sync_sub_and_fetch(data, 1)
+typedef struct msg { int refcnt; char *raw; int len; } msg_t;
+
+msg_t *msg_add_ref(msg_t *m)
+{
+    ATOMIC_INC(&m->refcnt);
+    return m;
+}
+
+void msg_destruct(msg_t **pm)
+{
+    msg_t *m = *pm;
+    if (ATOMIC_DEC_AND_FETCH(&m->refcnt) == 0) {
+        free(m->raw);
+        free(m);
+    }
+    *pm = NULL;
+}
+"""
+
+
+def test_gcc_sync_builtins_step_a_count(tmp_path):
+    """``__sync_fetch_and_add`` and ``__sync_sub_and_fetch``, called by name where a macro
+    expands to them, raise and lower the count they point to, as C11's atomics do: a
+    message shared by reference is taken and dropped through them."""
+    r, got = _sites_by(tmp_path, "msg.c", SYNC_BUILTINS, r".")
+    assert {("msg_add_ref", "ACQUIRE"), ("msg_destruct", "RELEASE")} <= {
+        (f, k) for f, k, _ in got
+    }, r.candidates

@@ -749,6 +749,11 @@ class _Body:
             arg = target
         line = c.location.line
         self.fn.calls.append(Call(name, line, loops, "", [arg], self.path))
+        self.atomic_step(pointer, target, base, name, arg, line)
+
+    def atomic_step(self, pointer, target: str, base: str, name: str, arg: str, line: int):
+        """The ``+=`` or ``-=`` an atomic operation named NAME performs on its object TARGET,
+        when it adds or subtracts."""
         step = ATOMIC_STEP.search(name)
         if step and target:
             op = "+=" if "add" in step.groups() else "-="
@@ -756,6 +761,21 @@ class _Body:
             self.fn.assigns.append(
                 Assign(line, target, base, [target], op, f"{name}({arg}, ...)", path=self.path)
             )
+
+    def sync_step(self, c, callee: str, line: int) -> None:
+        """A GCC ``__sync`` builtin called by name (``__sync_fetch_and_add(&m->refs, 1)``,
+        as a macro expands it): the step it performs on the object its first argument
+        points to, as an atomic operation's."""
+        pointer = next(iter(c.get_arguments()), None)
+        while pointer is not None and pointer.kind == self.K.UNEXPOSED_EXPR:
+            pointer = next(iter(pointer.get_children()), None)  # the implicit casts
+        if pointer is None or not (
+            pointer.kind == self.K.UNARY_OPERATOR and _operator(pointer) in ("&", "")
+        ):
+            return
+        pointer = next(iter(pointer.get_children()), pointer)
+        target, base = self.target(pointer)
+        self.atomic_step(pointer, target, base, callee, f"&{target}", line)
 
     def branch(self, me: int, side: int, cond, kid, stmt) -> None:
         K = self.K
@@ -881,6 +901,8 @@ class _Body:
         self.fn.calls.append(
             Call(callee, c.location.line, loops, receiver, args, self.path, indirect, method_of)
         )
+        if SYNC_BUILTIN.match(callee):
+            self.sync_step(c, callee, c.location.line)
         if receiver and kids:
             field = _field_of(kids[0])
             if field is not None and _container(field):
@@ -1120,7 +1142,9 @@ def _container(member_ref) -> bool:
 
 
 ATOMIC_BUILTIN = re.compile(r"\b(__c11_atomic_\w+|__atomic_\w+)\s*\(")
-ATOMIC_STEP = re.compile(r"fetch_(add|sub)$|_(add|sub)_fetch$")
+ATOMIC_STEP = re.compile(r"fetch_(?:and_)?(add|sub)(?:_\d+)?$|_(add|sub)_(?:and_)?fetch(?:_\d+)?$")
+# GCC's older atomic builtins, called by name (a size suffix where the compiler resolved one)
+SYNC_BUILTIN = re.compile(r"__sync_\w+$")
 
 
 @functools.cache
