@@ -3203,3 +3203,38 @@ def test_gcc_sync_builtins_step_a_count(tmp_path):
     assert {("msg_add_ref", "ACQUIRE"), ("msg_destruct", "RELEASE")} <= {
         (f, k) for f, k, _ in got
     }, r.candidates
+
+
+USERS_COUNTED = """
+#include <stdlib.h>
+/* per-client entries counted by their users, whatever the count is called */
+typedef struct ip_count { unsigned int addr; unsigned int count; } ip_count_t;
+extern ip_count_t *ip_find(unsigned int addr);
+extern void ip_remove(ip_count_t *key);
+
+ip_count_t *ip_limit_add(unsigned int addr)
+{
+    ip_count_t *key = ip_find(addr);
+    if (key)
+        key->count++;
+    return key;
+}
+
+void ip_limit_del(ip_count_t *key)
+{
+    if (0 == --key->count) {
+        ip_remove(key);
+        free(key);
+    }
+}
+"""
+
+
+def test_a_count_of_users_torn_down_at_zero_is_a_reference_count(tmp_path):
+    """A count not named for references (``count``) that one function raises and another
+    lowers, tearing the object down when it reaches zero, counts the object's holders: the
+    record is shared by reference, whatever its count is called."""
+    r, got = _sites_by(tmp_path, "limit.c", USERS_COUNTED, r".")
+    guess = next(g for g in r.resources if g.name == "ip_count")
+    assert "shared by reference" in guess.reasons[0]
+    assert ("ip_limit_del", "RELEASE", "ip_count") in got, r.candidates

@@ -1753,17 +1753,21 @@ TEARS_DOWN = re.compile(r"free|destroy|delete|release|unmap|close|dispose|finali
 def shared_objects(
     functions: list[Function], members: list[Member], resources: list
 ) -> list[ResourceGuess]:
-    """Records shared by reference, by what the code does with their count: one function
-    raises it, another lowers it and, when it reaches zero, tears the object down (``if (0
-    == --cfv->refcnt) { munmap(...); free(cfv); }``). Each reference is a unit held: the
-    record is a resource whatever else it holds (a record already one, or another's object,
-    is left to that)."""
+    """Records shared by reference, by what the code does with a count of theirs, named for
+    references or not (``refcnt``, ``inuse``, ``count``): one function raises it, another
+    lowers it and, when it reaches zero, tears the object down (``if (0 == --cfv->refcnt)
+    { munmap(...); free(cfv); }``). Each reference is a unit held: the record is a resource
+    whatever else it holds (a record already one, or another's object, is left to that)."""
     by_record = members_by_record(members)
     taken = {rec for g in resources for rec in records_of(g)}
+    # a count named for references, or any count of its users (curl's Curl_dns_entry.inuse):
+    # what the code does with it says whether it counts references
     counts = {
         f"{m.record}.{m.name}": m.record
         for m in members
-        if refcount(m) and m.record not in taken and not NOT_RESOURCE.search(m.record)
+        if (refcount(m) or INTEGER.match(m.type) and COUNTER.search(m.name))
+        and m.record not in taken
+        and not NOT_RESOURCE.search(m.record)
     }
     raised: dict[str, Function] = {}
     dropped: dict[str, Function] = {}
