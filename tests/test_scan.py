@@ -3238,3 +3238,32 @@ def test_a_count_of_users_torn_down_at_zero_is_a_reference_count(tmp_path):
     guess = next(g for g in r.resources if g.name == "ip_count")
     assert "shared by reference" in guess.reasons[0]
     assert ("ip_limit_del", "RELEASE", "ip_count") in got, r.candidates
+
+
+ANONYMOUS = """
+typedef struct { struct slot *next; int id; } slot_t;
+typedef struct {
+    slot_t *free_slots; int n_free; int max_slots;
+    struct { int inserted; int written; } counters;
+} slot_pool_t;
+
+int pool_counters(slot_pool_t *p, struct { int a; } *out)
+{
+    struct { int x; } local = { p->counters.inserted };
+    out->a = local.x;
+    return p->n_free;
+}
+"""
+
+
+def test_no_result_of_the_scan_carries_a_path_of_its_machine(tmp_path):
+    """clang spells a record with no name of its own by where it was declared, a path of
+    the machine that scanned; no type the scan keeps (a member's, a parameter's, a local's)
+    carries it."""
+    (tmp_path / "anon.c").write_text(ANONYMOUS)
+    r = scan(tmp_path, jobs=1)
+    spelt = [m.type for u in r.units for m in u.members]
+    spelt += [t for u in r.units for f in u.functions for t, _ in f.params]
+    spelt += [t for u in r.units for f in u.functions for t in f.locals.values()]
+    assert any("unnamed" in t for t in spelt), spelt
+    assert not [t for t in spelt if str(tmp_path) in t or " at " in t], spelt

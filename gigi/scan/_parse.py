@@ -490,7 +490,7 @@ class _Walker:
             self.unit.records.append(Record(name, self.unit.file, c.location.line, "file", ""))
         element = _element_of(self.ci, c.type)
         self.unit.members.append(
-            Member(name, c.spelling, c.type.spelling, _comment(c), c.location.line, element)
+            Member(name, c.spelling, _spelt(c.type), _comment(c), c.location.line, element)
         )
 
     # records and members
@@ -516,7 +516,7 @@ class _Walker:
                     Member(
                         name,
                         m.spelling,
-                        m.type.spelling,
+                        _spelt(m.type),
                         _comment(m),
                         m.location.line,
                         _element_of(self.ci, m.type),
@@ -542,7 +542,7 @@ class _Walker:
             line=c.extent.start.line,
             end_line=c.extent.end.line,
             record=owner,
-            return_type=c.result_type.spelling,
+            return_type=_spelt(c.result_type),
             params=[(_type_names(a.type), a.spelling) for a in c.get_arguments()],
             comment=_comment(c),
             internal=_internal(self.ci, c),
@@ -1193,8 +1193,24 @@ _OP_NAMES = {
 
 def _type_names(t) -> str:
     """A type as written and, when a typedef hides it, as it is: ``DbPage * | PgHdr *``."""
-    canonical = t.get_canonical().spelling.replace("struct ", "")
-    return t.spelling if canonical == t.spelling else f"{t.spelling} | {canonical}"
+    canonical = _spelt(t.get_canonical()).replace("struct ", "")
+    return _spelt(t) if canonical == _spelt(t) else f"{_spelt(t)} | {canonical}"
+
+
+# where clang says a record with no name of its own was declared: a path of the scanning
+# machine, which no result of the scan (nor a prompt sent to a model) should carry
+DECLARED_AT = re.compile(r"\((unnamed|anonymous)( struct| union| enum)? at [^)]*\)")
+
+
+def _spelt(t) -> str:
+    """A type's spelling, a record with no name spelt without where it was declared:
+    ``struct (unnamed struct at /src/x.c:5:5)`` is ``struct (unnamed struct)``.
+
+    >>> from types import SimpleNamespace as T
+    >>> _spelt(T(spelling="struct (unnamed struct at /src/x.c:5:5) *"))
+    'struct (unnamed struct) *'
+    """
+    return DECLARED_AT.sub(lambda m: f"({m.group(1)}{m.group(2) or ''})", t.spelling)
 
 
 def _internal(ci, c) -> bool:
