@@ -3267,3 +3267,39 @@ def test_no_result_of_the_scan_carries_a_path_of_its_machine(tmp_path):
     spelt += [t for u in r.units for f in u.functions for t in f.locals.values()]
     assert any("unnamed" in t for t in spelt), spelt
     assert not [t for t in spelt if str(tmp_path) in t or " at " in t], spelt
+
+
+STASH = """
+#include <stdlib.h>
+/* a per-thread cache of blocks kept for reuse, counted by a count named for its list */
+typedef struct block { struct block *next; char data[56]; } block_t;
+typedef struct alloc_cache { block_t *quar; int num_quar; int max_quar; } alloc_cache_t;
+
+block_t *alloc_obtain(alloc_cache_t *a)
+{
+    block_t *p = a->quar;
+    if (p) {
+        a->quar = p->next;
+        a->num_quar--;
+        return p;
+    }
+    return malloc(sizeof(block_t));
+}
+
+void alloc_release(alloc_cache_t *a, block_t *mem)
+{
+    mem->next = a->quar;
+    a->quar = mem;
+    a->num_quar++;
+}
+"""
+
+
+def test_a_count_of_a_stash_falls_as_units_are_taken(tmp_path):
+    """A count named for a list whose head is popped to hand the unit out (``num_quar``
+    beside ``quar``) counts the units left to take: lowered where one is taken, it is no
+    release, and raised where one is put back, no acquire."""
+    r, got = _sites_by(tmp_path, "alloc.c", STASH, r".")
+    kinds = {(f, k) for f, k, _ in got}
+    assert ("alloc_obtain", "ACQUIRE") in kinds and ("alloc_obtain", "RELEASE") not in kinds
+    assert ("alloc_release", "RELEASE") in kinds and ("alloc_release", "ACQUIRE") not in kinds

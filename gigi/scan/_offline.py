@@ -291,12 +291,42 @@ def checked_takes(fn: Function, takes: list) -> list:
 
 def takes_units(a) -> bool:
     member = _counted(a)
-    return member is not None and (a.op == "+=") != bool(INVERSE.search(member))
+    return member is not None and (a.op == "+=") != bool(INVERSE.search(member) or a.stashed)
 
 
 def gives_units(a) -> bool:
     member = _counted(a)
-    return member is not None and (a.op == "-=") != bool(INVERSE.search(member))
+    return member is not None and (a.op == "-=") != bool(INVERSE.search(member) or a.stashed)
+
+
+def stashed_counts(functions, members: list[Member]) -> None:
+    """Mark the steps of the counts that count a stash: a list whose head some function pops
+    to hand the unit out (``p = alloc->quar; alloc->quar = p->next; return p``), and a
+    count of its record, named for it (``num_quar``), that falls where the list is popped
+    or rises where it is pushed. Such a count says how many units are left to take, as one
+    named for free units does, whatever it is named."""
+    links = {f"{m.record}.{m.name}" for m in members if m.element and m.element == m.record}
+    counts = [m for m in members if INTEGER.match(m.type)]
+    tracked: set[str] = set()
+    for fn in functions:
+        read = locals_read(fn)
+        returned = {s for _, srcs, _ in fn.returns for s in srcs}
+        for a in fn.assigns:
+            popped = [x for x in returned if a.target in read.get(x, ())]
+            if a.op != "=" or "." not in a.target or not popped:
+                continue
+            if not any(s in links for s in a.sources):
+                continue  # not the head set to the link of the unit it held
+            record, head = a.target.split(".", 1)
+            words = {w.lower() for w in _words(head) if len(w) > 2} - {"list", "head", "first"}
+            for m in counts:
+                named = words & {w.lower() for w in _words(m.name)}
+                if m.record == record and m.name != head and named:
+                    tracked.add(f"{m.record}.{m.name}")
+    for fn in functions:
+        for a in fn.assigns:
+            if a.target in tracked and a.op in ("+=", "-="):
+                a.stashed = True
 
 
 ACQUIRE_NAME = re.compile(

@@ -113,6 +113,9 @@ class Assign:
     # a count that some condition of the code compares with its record's limit
     # (``connections >= connection_limit``), whatever it is named: set by the recall
     limited: bool = False
+    # a count of the units a list keeps to hand out (unbound's num_quar beside its quar
+    # list): it falls as units are taken, whatever it is named; set by the recall
+    stashed: bool = False
 
 
 @dataclass

@@ -21,6 +21,7 @@ from gigi.scan._offline import (
     phase2,
     resource_of,
     shared_objects,
+    stashed_counts,
     takes_units,
 )
 from gigi.scan._parse import Function, Member, Record
@@ -96,6 +97,7 @@ def recall(
     pattern shows whatever proposed the records."""
     list_elements(functions.values(), members)
     limited_counts(functions.values())
+    stashed_counts(functions.values(), members)
     through_calls(list(functions.values()), {r.name for r in records})
     guesses = recaller.resources(records, members)
     guesses += arenas(list(functions.values()), members, guesses)
