@@ -1196,8 +1196,8 @@ _OP_NAMES = {
 
 def _type_names(t) -> str:
     """A type as written and, when a typedef hides it, as it is: ``DbPage * | PgHdr *``."""
-    canonical = _spelt(t.get_canonical()).replace("struct ", "")
-    return _spelt(t) if canonical == _spelt(t) else f"{_spelt(t)} | {canonical}"
+    written, canonical = _spelt(t), _spelt(t.get_canonical()).replace("struct ", "")
+    return written if canonical == written else f"{written} | {canonical}"
 
 
 # where clang says a record with no name of its own was declared: a path of the scanning

@@ -8,12 +8,13 @@ to take, unconditionally or behind a test of its parameters alone (``if (p)``); 
 call it wraps waits before it acquires (``uv_sem_wait`` around ``sem_wait``), it waits too.
 A longer function that ends by handing its parameter to be released, touching it no more,
 releases it. Outside any loop, but for one that gives back each unit it walks (every
-connection of a list handed, on every turn, to the function that gives one back; recorded
-at the call, on that turn's unit; never a program's main or a driver that takes units of
-the resource too); a fast path that returns what it had at hand before the call that
-acquires makes that call the slow way, a WAIT. Proposed at the call, callers of callers
-too, to a fixed point; a function the scan already gave an event of that kind keeps its
-own.
+connection of a list handed, on every turn, to the function that gives one back, or each
+one a test of its own state picks; recorded at the call, on that turn's unit; never a
+program's main or a driver that takes units of the resource too), and one that takes a
+unit on every turn and links it into the chain it returns; a fast path that returns what
+it had at hand before the call that acquires makes that call the slow way, a WAIT.
+Proposed at the call, callers of callers too, to a fixed point; a function the scan
+already gave an event of that kind keeps its own.
 
 A file's static helper carries its callee's event up to the functions that call it (so
 memcached's redispatch_conn takes the queue item that cache_alloc hands to cqi_new and
