@@ -3295,11 +3295,52 @@ void alloc_release(alloc_cache_t *a, block_t *mem)
 """
 
 
-def test_a_count_of_a_stash_falls_as_units_are_taken(tmp_path):
+REGIONS = """
+#include <stddef.h>
+/* regions kept for reuse on a list linked through an untyped pointer, cast as it is popped */
+struct regional { char *next; char data[100]; };
+struct reg_cache { struct regional *reg_list; int num_reg_blocks; int max_reg_blocks; };
+extern struct regional *regional_create(void);
+extern void regional_destroy(struct regional *r);
+
+struct regional *reg_obtain(struct reg_cache *a)
+{
+    if (a->num_reg_blocks > 0) {
+        struct regional *r = a->reg_list;
+        a->reg_list = (struct regional *)r->next;
+        r->next = NULL;
+        a->num_reg_blocks--;
+        return r;
+    }
+    return regional_create();
+}
+
+void reg_release(struct reg_cache *a, struct regional *r)
+{
+    if (a->num_reg_blocks >= a->max_reg_blocks) {
+        regional_destroy(r);
+        return;
+    }
+    r->next = (char *)a->reg_list;
+    a->reg_list = r;
+    a->num_reg_blocks++;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "name, text, obtain, release",
+    [("alloc.c", STASH, "alloc_obtain", "alloc_release"),
+     ("regions.c", REGIONS, "reg_obtain", "reg_release")],
+)  # fmt: skip
+def test_a_count_of_a_stash_falls_as_units_are_taken(tmp_path, name, text, obtain, release):
     """A count named for a list whose head is popped to hand the unit out (``num_quar``
     beside ``quar``) counts the units left to take: lowered where one is taken, it is no
-    release, and raised where one is put back, no acquire."""
-    r, got = _sites_by(tmp_path, "alloc.c", STASH, r".")
+    release, and raised where one is put back, no acquire; and the list holds free units,
+    whatever it is named, so pushing one on it gives it back. A typed list linked through
+    an untyped pointer, cast back as it is popped (``(struct regional *)r->next``), is
+    popped as one linked by a typed pointer is."""
+    r, got = _sites_by(tmp_path, name, text, r".")
     kinds = {(f, k) for f, k, _ in got}
-    assert ("alloc_obtain", "ACQUIRE") in kinds and ("alloc_obtain", "RELEASE") not in kinds
-    assert ("alloc_release", "RELEASE") in kinds and ("alloc_release", "ACQUIRE") not in kinds
+    assert (obtain, "ACQUIRE") in kinds and (obtain, "RELEASE") not in kinds, r.candidates
+    assert (release, "RELEASE") in kinds and (release, "ACQUIRE") not in kinds, r.candidates

@@ -304,9 +304,13 @@ def stashed_counts(functions, members: list[Member]) -> None:
     to hand the unit out (``p = alloc->quar; alloc->quar = p->next; return p``), and a
     count of its record, named for it (``num_quar``), that falls where the list is popped
     or rises where it is pushed. Such a count says how many units are left to take, as one
-    named for free units does, whatever it is named."""
+    named for free units does, whatever it is named; and the list is a free list
+    (``Member.stash``), whatever it is named."""
     links = {f"{m.record}.{m.name}" for m in members if m.element and m.element == m.record}
     counts = [m for m in members if INTEGER.match(m.type)]
+    heads: dict[tuple[str, str], list[Member]] = {}
+    for m in members:
+        heads.setdefault((m.record, m.name), []).append(m)
     tracked: set[str] = set()
     for fn in functions:
         read = locals_read(fn)
@@ -318,6 +322,10 @@ def stashed_counts(functions, members: list[Member]) -> None:
             if not any(s in links for s in a.sources):
                 continue  # not the head set to the link of the unit it held
             record, head = a.target.split(".", 1)
+            if QUEUE.search(head) or QUEUE.search(record):
+                continue  # a queue's work, handed to whoever takes it off: no stash
+            for m in heads.get((record, head), ()):
+                m.stash = True
             words = {w.lower() for w in _words(head) if len(w) > 2} - {"list", "head", "first"}
             for m in counts:
                 named = words & {w.lower() for w in _words(m.name)}
@@ -524,6 +532,7 @@ def list_elements(functions, members: list[Member]) -> None:
         if not m.element and ("*" in m.type or INTEGER.match(m.type))
     }
     indices = {(m.record, m.name): m for m in members if INTEGER.match(m.type)}
+    typed = {(m.record, m.name): m for m in members if m.element and "*" in m.type}
     for fn in functions:
         from_head: dict[str, set[str]] = {}  # local -> the heads it was read from
         linked: dict[str, set[tuple[str, str]]] = {}  # local -> (head, its link's record)
@@ -535,6 +544,17 @@ def list_elements(functions, members: list[Member]) -> None:
                     linked.setdefault(a.target_base, set()).add((s, a.target.split(".")[0]))
         for a in fn.assigns:
             head = tuple(a.target.split(".", 1))
+            if a.op == "=" and head in typed:
+                # a typed list linked through an untyped pointer, cast back as it is popped
+                # (unbound's ``alloc->reg_list = (struct regional*)r->next``, next a char *):
+                # that pointer is the unit's link to its own kind
+                element = typed[head].element
+                local = [x for x in a.sources if "." not in x]
+                if any(a.target in from_head.get(x, ()) for x in local):
+                    for x in (s for s in a.sources if s.startswith(element + ".")):
+                        link = untyped.get(tuple(x.split(".", 1)))
+                        if link is not None and "*" in link.type and not link.element:
+                            link.element = element
             if a.op != "=" or head not in untyped or untyped[head].element:
                 continue
             element = ""
@@ -1415,14 +1435,14 @@ class Effect:
 
 def free_heads(guess: ResourceGuess, links: set[str]) -> set[str]:
     """Of the resource's lists (``links``, its ``links_of``), those that hold units no one
-    has: named so (a free list, an LRU of unpinned pages), or untyped (``void *slots``: raw
-    chunks, not live objects). Pushing onto another list (the dirty pages) is bookkeeping,
-    not a release."""
+    has: named so (a free list, an LRU of unpinned pages), popped to hand a unit out (a
+    stash: ``stashed_counts``), or untyped (``void *slots``: raw chunks, not live objects).
+    Pushing onto another list (the dirty pages) is bookkeeping, not a release."""
     return {
         f"{m.record}.{m.name}"
         for m in guess.members
         if f"{m.record}.{m.name}" in links
-        and (FREE_LIST.search(m.name) or re.match(r"^(const\s+)?void\s*\*", m.type))
+        and (m.stash or FREE_LIST.search(m.name) or re.match(r"^(const\s+)?void\s*\*", m.type))
     }
 
 

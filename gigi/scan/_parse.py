@@ -149,6 +149,9 @@ class Member:
     comment: str
     line: int
     element: str  # the record a pointer, array or container of it holds ("" when none)
+    # a list's head some function pops to hand the unit out: a stash of units to take, a
+    # free list whatever it is named (unbound's quar); set by the recall
+    stash: bool = False
 
 
 @dataclass
