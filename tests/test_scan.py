@@ -3344,3 +3344,28 @@ def test_a_count_of_a_stash_falls_as_units_are_taken(tmp_path, name, text, obtai
     kinds = {(f, k) for f, k, _ in got}
     assert (obtain, "ACQUIRE") in kinds and (obtain, "RELEASE") not in kinds, r.candidates
     assert (release, "RELEASE") in kinds and (release, "ACQUIRE") not in kinds, r.candidates
+
+
+BUCKET = """
+/* members of a rate-limit group share a token bucket, refilled on a timer */
+struct token_bucket { long read_limit; long read_maximum; unsigned int last_updated; };
+struct member { struct member *next; int fd; };
+struct rate_group {
+    struct member *members; int n_members; long max_members; struct token_bucket bucket;
+};
+
+void bucket_refill(struct rate_group *g, long n)
+{
+    g->bucket.read_limit += n;
+    if (g->bucket.read_limit > g->bucket.read_maximum)
+        g->bucket.read_limit = g->bucket.read_maximum;
+}
+"""
+
+
+def test_a_token_bucket_holds_what_is_left_to_spend(tmp_path):
+    """The levels of a record named for tokens, credits or a budget (``token_bucket``'s
+    ``read_limit``, but not its maximum) count what is left to spend, whatever they are
+    called: a refill that raises one gives units back."""
+    r, got = _sites_by(tmp_path, "bucket.c", BUCKET, r".")
+    assert ("bucket_refill", "RELEASE") in {(f, k) for f, k, _ in got}, r.candidates

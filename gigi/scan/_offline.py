@@ -173,7 +173,22 @@ def _counted(a) -> str | None:
     counts = COUNTER.search(member) or INVERSE.search(member) or re.match(r"n[A-Z]", member)
     if any(w in NOT_UNITS for w in _words(member)):
         return None
-    return member if counts or a.limited else None
+    return member if counts or a.limited or _left_in(a.target) else None
+
+
+# a record that holds what is left to spend: a token bucket, a budget of credits
+LEFT = re.compile(r"tokens?|bucket|credits?|budget|quota", re.I)
+
+
+def _left_in(target: str) -> bool:
+    """Whether TARGET is a level of a record that holds what is left to spend (libevent's
+    ``ev_token_bucket.read_limit``), not its rate, its maximum or when it was refilled."""
+    record, _, member = target.partition(".")
+    return (
+        bool(member)
+        and bool(LEFT.search(record))
+        and not re.search(r"max|rate|cfg|conf|tick|time|updated|burst", member, re.I)
+    )
 
 
 # a comparison of two values, as a condition's tokens spell it
@@ -291,12 +306,14 @@ def checked_takes(fn: Function, takes: list) -> list:
 
 def takes_units(a) -> bool:
     member = _counted(a)
-    return member is not None and (a.op == "+=") != bool(INVERSE.search(member) or a.stashed)
+    left = INVERSE.search(member or "") or a.stashed or _left_in(a.target)
+    return member is not None and (a.op == "+=") != bool(left)
 
 
 def gives_units(a) -> bool:
     member = _counted(a)
-    return member is not None and (a.op == "-=") != bool(INVERSE.search(member) or a.stashed)
+    left = INVERSE.search(member or "") or a.stashed or _left_in(a.target)
+    return member is not None and (a.op == "-=") != bool(left)
 
 
 def stashed_counts(functions, members: list[Member]) -> None:
