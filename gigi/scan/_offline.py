@@ -306,14 +306,19 @@ def checked_takes(fn: Function, takes: list) -> list:
 
 def takes_units(a) -> bool:
     member = _counted(a)
-    left = INVERSE.search(member or "") or a.stashed or _left_in(a.target)
-    return member is not None and (a.op == "+=") != bool(left)
+    return member is not None and (a.op == "+=") != _counts_left(a, member)
 
 
 def gives_units(a) -> bool:
     member = _counted(a)
-    left = INVERSE.search(member or "") or a.stashed or _left_in(a.target)
-    return member is not None and (a.op == "-=") != bool(left)
+    return member is not None and (a.op == "-=") != _counts_left(a, member)
+
+
+def _counts_left(a, member: str) -> bool:
+    """Whether the count A moves says what is left to take, not what is taken: named so
+    (``free``, ``quota``), counting a stash (``Assign.stashed``), or a level of a token
+    bucket (``_left_in``)."""
+    return bool(INVERSE.search(member) or a.stashed or _left_in(a.target))
 
 
 def stashed_counts(functions, members: list[Member]) -> None:
@@ -543,7 +548,8 @@ def list_elements(functions, members: list[Member]) -> None:
     that heads a list linked by index (``buf = GetBufferDescriptor(sc->firstFreeBuffer);
     sc->firstFreeBuffer = buf->freeNext``): the index that links each unit to the next
     (``freeNext``) is then a link of the unit's record to its own kind, as a pointer is."""
-    untyped = {
+    # pointers and integers whose element is not known yet: heads and links to give one
+    no_element = {
         (m.record, m.name): m
         for m in members
         if not m.element and ("*" in m.type or INTEGER.match(m.type))
@@ -569,10 +575,10 @@ def list_elements(functions, members: list[Member]) -> None:
                 local = [x for x in a.sources if "." not in x]
                 if any(a.target in from_head.get(x, ()) for x in local):
                     for x in (s for s in a.sources if s.startswith(element + ".")):
-                        link = untyped.get(tuple(x.split(".", 1)))
+                        link = no_element.get(tuple(x.split(".", 1)))
                         if link is not None and "*" in link.type and not link.element:
                             link.element = element
-            if a.op != "=" or head not in untyped or untyped[head].element:
+            if a.op != "=" or head not in no_element or no_element[head].element:
                 continue
             element = ""
             for s in a.sources:
@@ -585,8 +591,8 @@ def list_elements(functions, members: list[Member]) -> None:
                 if element and element != head[0]:
                     break
             if element and element != head[0]:
-                untyped[head].element = element
-                if "*" not in untyped[head].type:  # linked by index: the unit's link too
+                no_element[head].element = element
+                if "*" not in no_element[head].type:  # linked by index: the unit's link too
                     for x in (s for s in a.sources if s.startswith(element + ".")):
                         if tuple(x.split(".", 1)) in indices:
                             indices[tuple(x.split(".", 1))].element = element

@@ -743,19 +743,20 @@ class _Body:
     def atomic_op(self, c, name: str, loops: int) -> None:
         """An atomic operation as the call it is written as, and, when it adds or subtracts,
         as the ``+=`` or ``-=`` it performs on its object (a reference count, a budget)."""
-        K = self.K
         pointer = next(iter(c.get_children()))
-        # &object, its operator unnamed when a macro spelt it (no tokens of its own)
-        if pointer.kind == K.UNARY_OPERATOR and _operator(pointer) in ("&", ""):
-            pointer = next(iter(pointer.get_children()), pointer)
-            target, base = self.target(pointer)
-            arg = f"&{target}"
-        else:
-            target, base = self.target(pointer)
-            arg = target
+        obj = self.addressed(pointer)
+        target, base = self.target(obj or pointer)
+        arg = f"&{target}" if obj is not None else target
         line = c.location.line
         self.fn.calls.append(Call(name, line, loops, "", [arg], self.path))
-        self.atomic_step(pointer, target, base, name, arg, line)
+        self.atomic_step(obj or pointer, target, base, name, arg, line)
+
+    def addressed(self, pointer):
+        """The object POINTER takes the address of (``&object``, its operator unnamed when a
+        macro spelt it: no tokens of its own), or None when it takes none."""
+        if pointer.kind == self.K.UNARY_OPERATOR and _operator(pointer) in ("&", ""):
+            return next(iter(pointer.get_children()), pointer)
+        return None
 
     def atomic_step(self, pointer, target: str, base: str, name: str, arg: str, line: int):
         """The ``+=`` or ``-=`` an atomic operation named NAME performs on its object TARGET,
@@ -775,13 +776,10 @@ class _Body:
         pointer = next(iter(c.get_arguments()), None)
         while pointer is not None and pointer.kind == self.K.UNEXPOSED_EXPR:
             pointer = next(iter(pointer.get_children()), None)  # the implicit casts
-        if pointer is None or not (
-            pointer.kind == self.K.UNARY_OPERATOR and _operator(pointer) in ("&", "")
-        ):
-            return
-        pointer = next(iter(pointer.get_children()), pointer)
-        target, base = self.target(pointer)
-        self.atomic_step(pointer, target, base, callee, f"&{target}", line)
+        obj = self.addressed(pointer) if pointer is not None else None
+        if obj is not None:
+            target, base = self.target(obj)
+            self.atomic_step(obj, target, base, callee, f"&{target}", line)
 
     def branch(self, me: int, side: int, cond, kid, stmt) -> None:
         K = self.K

@@ -450,20 +450,18 @@ def _use(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict
         return Verdict(
             False, "hands out an object of the resource without taking it: a lookup, not a use"
         )
-    # the lock a getter takes around its read does no work on the resource
+    # the lock a getter or a setter takes around its fields does no work on the resource
     work = [x for x in fn.calls if not names_a_lock_call(x.callee) and not GUARD.search(x.callee)]
-    if "*" not in fn.return_type and not (
-        work or fn.loops or any(a.op != "read" or BUFFER.match(a.member) for a in fn.accesses)
-    ):
-        # a predicate, a time, a status: it reads a few fields and answers with a value (one
-        # that reads the unit's data, or hands out a pointer into it, uses it)
+    # (one that reads the unit's data, or hands out a pointer into it, uses it)
+    plain = "*" not in fn.return_type and not (
+        work or fn.loops or any(BUFFER.match(a.member) for a in fn.accesses)
+    )
+    ops = {a.op for a in fn.accesses}
+    if plain and ops <= {"read"}:
+        # a predicate, a time, a status: it reads a few fields and answers with a value
         return Verdict(False, "only reads fields and answers a value: an accessor, not a use")
-    if "*" not in fn.return_type and not (
-        work
-        or fn.loops
-        or any(a.op not in ("read", "write") or BUFFER.match(a.member) for a in fn.accesses)
-        or not any(a.op == "write" for a in fn.accesses if a.record in mine)
-    ):
+    stores = any(a.record in mine for a in fn.accesses if a.op == "write")
+    if plain and ops <= {"read", "write"} and stores:
         # an option, a callback, a limit stored (under its lock or not): set up, not worked
         return Verdict(False, "only stores fields: a setter, not a use")
     return Verdict(True, "touches " + ", ".join(touched[:4]))
