@@ -548,3 +548,36 @@ def test_a_lock_holder_is_named_by_the_statement_seen_when_it_took_it(seen):
     assert "pid 8: UPDATE t SET v = 2" in names.values(), names
     assert f"pid 7: {sleep}" not in names.values()
     assert not [n for n in names.values() if "None" in n or "?@?" in n], names
+
+
+def test_a_waiter_that_took_the_row_and_reached_commit_between_polls_keeps_its_update():
+    """B waits for A's row with its UPDATE; by the next poll (a loaded machine polls late) A
+    has committed, and B took the row, wrote, and is running COMMIT, while C waits for B's
+    xid. B is named by the UPDATE it waited with, not by a write to the table."""
+    from gigi.record._pg_model import PgModel
+
+    rows = _Rows()
+    m = PgModel(rows, start=0)
+    xid = "pg.lock.transactionid"
+    update = "UPDATE t SET v = 2 WHERE id = 1"
+    a = [_lock(7, xid, 900, "ExclusiveLock")]
+    a.append(_lock(7, "pg.lock.relation", 16384, "RowExclusiveLock", relname="t"))
+    m.poll(
+        100,
+        [_backend(7, 10, "SELECT pg_sleep(4)", 11), _backend(8, 20, update, 21, blockers=[7])],
+        [*a, _lock(8, xid, 900, "ShareLock", False)],
+    )
+    b = [_lock(8, xid, 901, "ExclusiveLock")]
+    b.append(_lock(8, "pg.lock.relation", 16384, "RowExclusiveLock", relname="t"))
+    m.poll(
+        200,
+        [
+            _backend(8, 20, "COMMIT", 22),
+            _backend(9, 30, "UPDATE t SET v = 3 WHERE id = 1", 31, blockers=[8]),
+        ],
+        [*b, _lock(9, xid, 901, "ShareLock", False)],
+    )
+    m.poll(300, [], [])
+    names = rows.names().values()
+    assert f"pid 8: {update}" in names, names
+    assert not [n for n in names if "a write to" in n], names

@@ -259,10 +259,14 @@ class PgModel:
             return None
         return f"pid {b.pid}: {statement(b.query)}"
 
-    def _took(self, b: Backend, lock_type: str, written: list[str]) -> str | None:
+    def _took(
+        self, b: Backend, lock_type: str, written: list[str], waited: str | None = None
+    ) -> str | None:
         """The statement seen when a hold first appeared. A row lock (or xid) comes from a
         write: when the statement seen writes nothing (the write ended between two polls and
         the transaction went on: ``SELECT pg_sleep(15)``), the tables it wrote are said too.
+        When no statement of the transaction is seen (it has reached ``COMMIT``), the one it
+        was seen waiting with, ``waited``, took it.
 
         >>> m = PgModel(None, 0)
         >>> b = Backend(7, "client backend", 0, 0, None, "", "active", None, 1, 1, 2, 2,
@@ -273,6 +277,8 @@ class PgModel:
         'pid 7: SELECT pg_sleep(15)'
         """
         now = self._statement_now(b)
+        if now is None and waited is not None:
+            return waited
         if lock_type not in _WRITE_LOCKS or not written or (b.query and _WRITES.search(b.query)):
             return now
         tables = ", ".join(sorted(set(written)))
@@ -429,7 +435,9 @@ class PgModel:
             if key[1:] in handed or (key[0], base, key[2]) in waited:
                 at = ts
             b = by_pid.get(thread)
-            took = self._took(b, base, written[key[0]]) if b is not None else None
+            took = None
+            if b is not None:
+                took = self._took(b, base, written[key[0]], owner.waiting)
             hold = self._holds[key] = Hold(at, thread, took=took)
             acquires.append([at, key[1], key[2], key[0], None, hold])
         ordered(acquires, releases)
