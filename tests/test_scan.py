@@ -2,6 +2,7 @@
 against a loopback server that answers well, badly, slowly and with made-up sites."""
 
 import json
+import os
 import re
 import threading
 import time
@@ -3369,3 +3370,29 @@ def test_a_token_bucket_holds_what_is_left_to_spend(tmp_path):
     called: a refill that raises one gives units back."""
     r, got = _sites_by(tmp_path, "bucket.c", BUCKET, r".")
     assert ("bucket_refill", "RELEASE") in {(f, k) for f, k, _ in got}, r.candidates
+
+
+def _dies_once(args):
+    """A parse that kills its worker when it meets a file named dies.c: only the first time
+    (the MARKER file not yet made) unless ALWAYS."""
+    path, marker, always = args
+    if path.endswith("dies.c") and (always or not Path(marker).exists()):
+        Path(marker).touch()
+        os._exit(11)
+    return path
+
+
+def test_a_parse_worker_that_dies_costs_only_a_retry(tmp_path):
+    """A worker dying mid-scan (libclang's bindings have crashed in garbage collection on a
+    file they parse fine the next time) sends the files not yet taken to a new pool: every
+    file comes back once, in order. A file that kills every pool is named, in one line."""
+    from gigi.scan._scan import _pooled
+
+    marker = str(tmp_path / "died")
+    work = [(f"f{i}.c", marker, False) for i in range(9)]
+    work += [("dies.c", marker, False), ("last.c", marker, False)]
+    assert list(_pooled(_dies_once, work, 2)) == [w[0] for w in work]
+    assert Path(marker).exists()
+    always = [("a.c", marker, True), ("dies.c", marker, True)]
+    with pytest.raises(ScanError, match=r"^dies.c: a parse worker died 3 times"):
+        list(_pooled(_dies_once, always, 2))

@@ -6,8 +6,9 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -77,18 +78,40 @@ def _parse_all(
         u.headers = []
         units.append(u)
 
-    if jobs > 1 and len(work) > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            for i, u in enumerate(pool.map(_parse_one, work, chunksize=4), 1):
-                take(u)
-                if progress:
-                    progress(done + i, total)
-    else:
-        for i, w in enumerate(work, 1):
-            take(_parse_one(w))
-            if progress:
-                progress(done + i, total)
+    parsed = (
+        _pooled(_parse_one, work, jobs) if jobs > 1 and len(work) > 1 else map(_parse_one, work)
+    )
+    for i, u in enumerate(parsed, 1):
+        take(u)
+        if progress:
+            progress(done + i, total)
     return units
+
+
+# a worker that dies (libclang's bindings have crashed in garbage collection, now and then,
+# on a file they parse fine the next time) costs the files not yet taken one more try each
+POOL_TRIES = 3
+
+
+def _pooled(parse: Callable, work: list[tuple], jobs: int) -> Iterator[Unit]:
+    """PARSE each of WORK in JOBS worker processes, yielding the units in order. When a
+    worker dies, the files not yet yielded go to a new pool; the last of POOL_TRIES pools has
+    one worker, given one file at a time, so that a file that kills it is the one named."""
+    start = 0
+    for tries in range(1, POOL_TRIES + 1):
+        last = tries == POOL_TRIES
+        try:
+            with ProcessPoolExecutor(1 if last else jobs) as pool:
+                for u in pool.map(parse, work[start:], chunksize=1 if last else 4):
+                    start += 1
+                    yield u
+            return
+        except BrokenProcessPool:
+            if last:
+                raise ScanError(
+                    f"{work[start][0]}: a parse worker died {tries} times "
+                    "(libclang crashed); scan it alone, or with --jobs 1, to see why"
+                ) from None
 
 
 def scan(
