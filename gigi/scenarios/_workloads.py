@@ -11,7 +11,11 @@ import gigi.probes as gp
 from gigi.scenarios import Scenario, Truth
 
 
-def _run_threads(*targets, stop_after: float | None = None) -> None:
+def _run_threads(
+    *targets, stop_after: float | None = None, settled: threading.Event | None = None
+) -> None:
+    """Run TARGETS, each given the stop event, for STOP_AFTER seconds: counted from when
+    SETTLED is set, when given (a warm-up as slow as a loaded machine makes it)."""
     stop = threading.Event()
     threads = [
         threading.Thread(target=t, args=(stop,), name=getattr(t, "__name__", "worker"))
@@ -19,6 +23,8 @@ def _run_threads(*targets, stop_after: float | None = None) -> None:
     ]
     for t in threads:
         t.start()
+    if settled is not None:
+        settled.wait(60)
     if stop_after is not None:
         time.sleep(stop_after)
     stop.set()
@@ -564,14 +570,18 @@ def _healthy_cache_warmup(seconds: float) -> None:
                         resident.append(key)
             time.sleep(0.0003)
 
+    full = threading.Event()  # levelled off: the run goes on for SECONDS from here
+
     def evictor(stop):
         with gp.task("cache evictor", kind="background"):
             while not stop.wait(0.001):
                 with lock:
+                    if len(resident) >= 200:
+                        full.set()
                     while len(resident) > 200:
                         cache.release(resident.pop(0))
 
-    _run_threads(requests, evictor, stop_after=seconds)
+    _run_threads(requests, evictor, stop_after=seconds, settled=full)
 
 
 ALL = [
