@@ -1858,3 +1858,109 @@ def test_a_wrapper_that_hands_on_what_its_parameter_holds_takes_it(tmp_path):
     gained, lost = _difference(tmp_path, {"q.c": HANDED_ON}, "through_wrappers")
     assert ("redispatch", "ACQUIRE") in {(f, k) for f, k, _, _ in gained}, gained
     assert lost == set()
+
+
+RESERVED = """
+#include <stdint.h>
+#include <stddef.h>
+extern void spin_lock(volatile int *lock);
+extern void spin_unlock(volatile int *lock);
+
+/* the write-ahead log: where the next record goes, and how far it was written out */
+typedef struct wal_insert {
+    volatile int insert_lck; uint64_t cur_pos; uint64_t prev_pos;
+} wal_insert;
+typedef struct wal_ctl { wal_insert insert; char *pages; uint64_t written; } wal_ctl;
+static wal_ctl *wal;
+
+/* reserve SIZE bytes of the log for a record: its start and end through START and END */
+static void reserve_insert_location(int size, uint64_t *start, uint64_t *end)
+{
+    wal_insert *ins = &wal->insert;
+    uint64_t startpos, endpos;
+    spin_lock(&ins->insert_lck);
+    startpos = ins->cur_pos;
+    endpos = startpos + size;
+    ins->cur_pos = endpos;
+    ins->prev_pos = startpos;
+    spin_unlock(&ins->insert_lck);
+    *start = startpos;
+    *end = endpos;
+}
+
+/* a parser's cursor over its own input: no lock, nothing shared */
+typedef struct reader { const char *buf; size_t pos; size_t len; } reader;
+const char *reader_take(reader *rd, size_t n)
+{
+    const char *at = rd->buf + rd->pos;
+    rd->pos += n;
+    return at;
+}
+
+/* ids handed out under a lock, one at a time */
+typedef struct ids { volatile int lock; unsigned next_id; } ids;
+unsigned take_id(ids *s)
+{
+    unsigned id;
+    spin_lock(&s->lock);
+    id = s->next_id;
+    s->next_id = id + 1;
+    spin_unlock(&s->lock);
+    return id;
+}
+"""
+
+
+def test_a_position_moved_by_the_callers_amount_is_a_reservation(tmp_path):
+    """A shared position moved forward by an amount the caller names, under a lock, with the
+    old position handed back through a pointer, reserves that amount: an ACQUIRE on the
+    position's record. A parser's cursor (no lock) and an id counter (moved by one) reserve
+    nothing here."""
+    gained, lost = _difference(tmp_path, {"wal.c": RESERVED}, "reservations")
+    assert {(f, k, r) for f, k, r, _ in gained} == {
+        ("reserve_insert_location", "ACQUIRE", "wal_insert"),
+    }, gained
+    assert lost == set()
+
+
+OWN_LOCKS = """
+#include <stdint.h>
+/* the server's own lock: its functions are in another file of the tree */
+typedef struct lwlock { uint32_t state; } lwlock;
+extern int lw_lock_acquire(lwlock *lock, int mode);
+extern void shm_lock(int fd, int offset, int flags);
+
+/* the locks that writers of the log insert under, one each */
+typedef struct insert_lock { lwlock lock; uint64_t inserting_at; } insert_lock;
+static insert_lock insert_locks[8];
+static int my_lock_no;
+static int lock_to_try = -1;
+
+/* take one of the insertion locks for this backend */
+void insert_lock_acquire(void)
+{
+    if (lock_to_try == -1)
+        lock_to_try = 3;
+    my_lock_no = lock_to_try;
+    lw_lock_acquire(&insert_locks[my_lock_no].lock, 1);
+}
+
+typedef struct shm { int fd; int n_readers; } shm;
+/* a lock on a file, by its descriptor: no lock named in what it is handed */
+void shm_read_lock(shm *s)
+{
+    shm_lock(s->fd, 0, 1);
+}
+"""
+
+
+def test_a_lock_function_of_the_code_s_own_is_read_by_its_name(tmp_path):
+    """A call to a lock function of the code's own whose body the scan does not have
+    (``LWLockAcquire``) is read by the last word of its name, on a lock named so: the one of
+    a table of locks it picks (what picks it is part of taking it). Handed a file
+    descriptor, the same call names no lock."""
+    gained, lost = _difference(tmp_path, {"insert.c": OWN_LOCKS}, "lock_apis")
+    assert {(f, k, r) for f, k, r, _ in gained} == {
+        ("insert_lock_acquire", "ACQUIRE", "insert_locks")
+    }, gained
+    assert lost == set()

@@ -98,6 +98,9 @@ class Call:
     # a lock macro of the code's own read as one call: the calls it expanded to
     # (``MHD_mutex_lock_chk_``: pthread_mutex_lock, a panic when it fails)
     expands: tuple[str, ...] = ()
+    # the callee is the code's own: declared in the tree or a library it names, not in a
+    # system header (``LWLockAcquire``, not ``pthread_mutex_lock``)
+    own: bool = False
 
 
 @dataclass
@@ -902,8 +905,20 @@ class _Body:
         # a method, by its class: cells.rm(i) on a local reference is llama_kv_cells::rm
         owner = ref.semantic_parent if ref is not None and ref.kind == K.CXX_METHOD else None
         method_of = owner.spelling if owner is not None else ""
+        own = not indirect and ref.location.file is not None
+        own = own and not ref.location.is_in_system_header
         self.fn.calls.append(
-            Call(callee, c.location.line, loops, receiver, args, self.path, indirect, method_of)
+            Call(
+                callee,
+                c.location.line,
+                loops,
+                receiver,
+                args,
+                self.path,
+                indirect,
+                method_of,
+                own=own,
+            )
         )
         if SYNC_BUILTIN.match(callee):
             self.sync_step(c, callee, c.location.line)

@@ -30,6 +30,7 @@ from gigi.scan._rules.locks import lock_apis
 from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
 from gigi.scan._rules.objects import objects_through_calls
+from gigi.scan._rules.reserves import reservations
 from gigi.scan._rules.retries import waits_for_what_they_retry
 from gigi.scan._rules.room import makes_room_when_low
 from gigi.scan._rules.slots import claims_free_slots
@@ -48,6 +49,7 @@ RULES: tuple[Rule, ...] = (
     at_the_interface,
     waits_on_what_they_missed,
     lock_apis,
+    reservations,
     pools_of_libraries,
     waits_on_conditions,
     allocators_with_a_budget,

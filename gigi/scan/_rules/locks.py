@@ -60,6 +60,8 @@ BY_ARGUMENT = {
     "semtimedop": (1, re.compile(r"unl|release|_off\b|post|_up\b", re.I)),
 }
 FILE_LOCK_COMMANDS = re.compile(r"^F_(OFD_)?SETLKW?$")
+# what names a lock where a name must say it (insertpos_lck, WALWriteLock, &b->mutex)
+LOCK_WORD = re.compile(r"lock|lck|mutex|latch|spin|sem", re.I)
 
 # a call through a function pointer is the code's own lock by the pointer's name: a lock
 # method of a table of mechanisms (``mutex->meth->acquire(mutex)``), a lock callback set at
@@ -85,11 +87,14 @@ def lock_apis(found: Found) -> Found:
     for fn in found.functions.values():
         for a in fn.accesses:
             touched.setdefault(a.record, set()).add(a.member)
+    defined = {name for _, name in found.functions}
     for fn in found.functions.values():
         work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
         if code_lines(fn) > WRAPPER_LINES or len(work) > 2:
             continue
-        prims = [c for c in work if _kinds(c)]
+        # (a lock function of the code's own whose body the scan has gives its events by
+        # what that body does, to the callers its wrappers rule finds)
+        prims = [c for c in work if _kinds(c) and not (_by_name(c) and c.callee in defined)]
         # one call, or one per way of taking the same lock (a try, a timed wait), each on
         # its branch of a test of what the caller handed in
         if not prims or not all(unconditional(fn, c) for c in prims):
@@ -98,7 +103,18 @@ def lock_apis(found: Found) -> Found:
         # work (the one that gives back may expand to no call at all: SpinLockRelease), as
         # one does that moves a count or a field beside it
         said = {"RELEASE" in THROUGH_POINTER.get(_last_word(c.callee), ("",)) for c in work}
-        steps = any(a.op in ("+=", "-=") or "." in a.target for a in fn.assigns)
+        # (what picks the lock to take is part of taking it: MyLockNo in
+        # LWLockAcquire(&WALInsertLocks[MyLockNo].l.lock))
+        subscripts = [i for c in prims for a in c.args for i in re.findall(r"\[([^]]*)\]", a)]
+        picks = {w for i in subscripts for w in re.findall(r"\w+", i)}
+        # (and what it does before it takes the lock, the lock does not guard)
+        first = min(c.line for c in prims)
+        steps = any(
+            (a.op in ("+=", "-=") or "." in a.target)
+            and a.target.split(".")[-1] not in picks
+            and a.line >= first
+            for a in fn.assigns
+        )
         if any(_by_name(c) for c in prims) and (len(said) > 1 or steps):
             continue
         if any(c.loops and not _retries_on_interrupt(fn, c) for c in prims):
@@ -143,7 +159,12 @@ def _lock_of(fn, call) -> str:
     base->th_base_lock)``, ``HA_SPIN_LOCK(QUEUE_LOCK, &p->queue->lock)``)."""
     if not call.indirect and not _by_name(call):
         return lock_name(fn, call.args[0] if call.args else "")
-    return next((x for x in (lock_name(fn, a) for a in call.args) if x), "")
+    args = call.args
+    if not call.expands and not call.indirect:
+        # a function read by its name alone is a lock on what it is handed only when that
+        # is named one too (not sqlite3OsShmLock(pWal->pDbFd, ...), a file)
+        args = [a for a in args if LOCK_WORD.search(a)]
+    return next((x for x in (lock_name(fn, a) for a in args) if x), "")
 
 
 def _primitive(call) -> str:
@@ -157,9 +178,10 @@ def _primitive(call) -> str:
     prims = [c for c in call.expands if c in LOCK_PRIMITIVES]
     if len(prims) == 1:
         return prims[0]
-    # a lock macro of the code's own built on no platform call (atomics: HA_SPIN_LOCK), by
-    # the last word of its name
-    return call.callee if call.expands and _last_word(call.callee) in THROUGH_POINTER else ""
+    # a lock macro of the code's own built on no platform call (atomics: HA_SPIN_LOCK), or a
+    # lock function of its own (LWLockAcquire), by the last word of its name
+    named = call.expands or call.own
+    return call.callee if named and _last_word(call.callee) in THROUGH_POINTER else ""
 
 
 def _by_name(call) -> bool:
@@ -210,14 +232,19 @@ def lock_name(fn, arg: str) -> str:
     (``&daemon->per_ip_mutex``: MHD_Daemon.per_ip_mutex) or one a local points to; "" for
     anything else (a local's own, an expression)."""
     name = bare(arg).lstrip("&").strip()
-    name = re.sub(r"\s*\[.*\]$", "", name)  # one of a table of locks: item_locks[hv & mask]
+    # one of a table of locks: item_locks[hv & mask], &WALInsertLocks[i].l.lock
+    while "[" in name and name != (name := re.sub(r"\s*\[[^][]*\]", "", name)):
+        pass
     # (a member of a member names the first: mutex->os.crossproc is apr_proc_mutex_t.os)
     member = re.fullmatch(
         r"([A-Za-z_]\w*)\s*(?:->|\.)\s*([A-Za-z_]\w*)(?:\s*(?:->|\.)\s*\w+)*", name
     )
     if member:  # of a record handed in, or reached through a local (b = barrier->b)
         # by the record's own name, as its members are known (waiter_t is struct waiter)
-        record = _param_type(fn, member.group(1), locals_too=True, record=True)
+        base = member.group(1)
+        if not any(p == base for _, p in fn.params) and base not in fn.locals:
+            return base  # a global's: the global names it
+        record = _param_type(fn, base, locals_too=True, record=True)
         return f"{record}.{member.group(2)}" if record else ""
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return ""
