@@ -1945,6 +1945,39 @@ void insert_lock_acquire(void)
     lw_lock_acquire(&insert_locks[my_lock_no].lock, 1);
 }
 
+extern void lw_lock_release_clear_var(lwlock *lock, uint64_t *var, uint64_t value);
+extern void lw_lock_update_var(lwlock *lock, uint64_t *var, uint64_t value);
+static int holding_all_locks;
+
+/* take every insertion lock, in order */
+void insert_lock_acquire_all(void)
+{
+    int i;
+    for (i = 0; i < 8; i++)
+        lw_lock_acquire(&insert_locks[i].lock, 1);
+    holding_all_locks = 1;
+}
+
+/* let go of the insertion lock held, or of all of them */
+void insert_lock_release(void)
+{
+    if (holding_all_locks) {
+        int i;
+        for (i = 0; i < 8; i++)
+            lw_lock_release_clear_var(&insert_locks[i].lock, &insert_locks[i].inserting_at, 0);
+        holding_all_locks = 0;
+    } else {
+        lw_lock_release_clear_var(&insert_locks[my_lock_no].lock,
+                                  &insert_locks[my_lock_no].inserting_at, 0);
+    }
+}
+
+/* say how far the holder has inserted: a chore done to the lock, no take */
+void insert_lock_update(uint64_t at)
+{
+    lw_lock_update_var(&insert_locks[my_lock_no].lock, &insert_locks[my_lock_no].inserting_at, at);
+}
+
 typedef struct shm { int fd; int n_readers; } shm;
 /* a lock on a file, by its descriptor: no lock named in what it is handed */
 void shm_read_lock(shm *s)
@@ -1956,11 +1989,15 @@ void shm_read_lock(shm *s)
 
 def test_a_lock_function_of_the_code_s_own_is_read_by_its_name(tmp_path):
     """A call to a lock function of the code's own whose body the scan does not have
-    (``LWLockAcquire``) is read by the last word of its name, on a lock named so: the one of
-    a table of locks it picks (what picks it is part of taking it). Handed a file
+    (``LWLockAcquire``) is read by what its name says after its lock word
+    (``LWLockReleaseClearVar``: release; ``LWLockUpdateVar``, a chore: nothing), on a lock
+    named so: the one of a table of locks it picks (what picks it is part of taking it), or
+    every one of the table in a walk, beside a flag named for them. Handed a file
     descriptor, the same call names no lock."""
     gained, lost = _difference(tmp_path, {"insert.c": OWN_LOCKS}, "lock_apis")
     assert {(f, k, r) for f, k, r, _ in gained} == {
-        ("insert_lock_acquire", "ACQUIRE", "insert_locks")
+        ("insert_lock_acquire", "ACQUIRE", "insert_locks"),
+        ("insert_lock_acquire_all", "ACQUIRE", "insert_locks"),
+        ("insert_lock_release", "RELEASE", "insert_locks"),
     }, gained
     assert lost == set()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from gigi.scan._offline import Candidate, ResourceGuess, _words
+from gigi.scan._offline import LOCK_CHORES, LOCK_WORD, Candidate, ResourceGuess, _words, walks
 from gigi.scan._rules._code import (
     C_SCALARS,
     CHECKS,
@@ -61,7 +61,7 @@ BY_ARGUMENT = {
 }
 FILE_LOCK_COMMANDS = re.compile(r"^F_(OFD_)?SETLKW?$")
 # what names a lock where a name must say it (insertpos_lck, WALWriteLock, &b->mutex)
-LOCK_WORD = re.compile(r"lock|lck|mutex|latch|spin|sem", re.I)
+LOCK_NAMED = re.compile(r"lock|lck|mutex|latch|spin|sem", re.I)
 
 # a call through a function pointer is the code's own lock by the pointer's name: a lock
 # method of a table of mechanisms (``mutex->meth->acquire(mutex)``), a lock callback set at
@@ -90,7 +90,7 @@ def lock_apis(found: Found) -> Found:
     defined = {name for _, name in found.functions}
     for fn in found.functions.values():
         work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
-        if code_lines(fn) > WRAPPER_LINES or len(work) > 2:
+        if code_lines(fn) > WRAPPER_LINES or len({c.callee for c in work}) > 2:
             continue
         # (a lock function of the code's own whose body the scan has gives its events by
         # what that body does, to the callers its wrappers rule finds)
@@ -102,22 +102,25 @@ def lock_apis(found: Found) -> Found:
         # a lock macro read by its name, taken and given back in one function, guards its
         # work (the one that gives back may expand to no call at all: SpinLockRelease), as
         # one does that moves a count or a field beside it
-        said = {"RELEASE" in THROUGH_POINTER.get(_last_word(c.callee), ("",)) for c in work}
+        said = {"RELEASE" in THROUGH_POINTER.get(_verb(c.callee), ("",)) for c in work}
         # (what picks the lock to take is part of taking it: MyLockNo in
         # LWLockAcquire(&WALInsertLocks[MyLockNo].l.lock))
         subscripts = [i for c in prims for a in c.args for i in re.findall(r"\[([^]]*)\]", a)]
         picks = {w for i in subscripts for w in re.findall(r"\w+", i)}
         # (and what it does before it takes the lock, the lock does not guard)
         first = min(c.line for c in prims)
+        # (nor is a flag named for the locks: holdingAllLocks = true)
         steps = any(
             (a.op in ("+=", "-=") or "." in a.target)
             and a.target.split(".")[-1] not in picks
+            and not _lock_flag(a)
             and a.line >= first
             for a in fn.assigns
         )
         if any(_by_name(c) for c in prims) and (len(said) > 1 or steps):
             continue
-        if any(c.loops and not _retries_on_interrupt(fn, c) for c in prims):
+        # (a loop that walks a table of locks takes or gives back each: no retry)
+        if any(c.loops and not _walked(fn, c) and not _retries_on_interrupt(fn, c) for c in prims):
             continue
         locks = {_lock_of(fn, c) for c in prims}
         gives = {"RELEASE" in _kinds(c) for c in prims}
@@ -163,7 +166,7 @@ def _lock_of(fn, call) -> str:
     if not call.expands and not call.indirect:
         # a function read by its name alone is a lock on what it is handed only when that
         # is named one too (not sqlite3OsShmLock(pWal->pDbFd, ...), a file)
-        args = [a for a in args if LOCK_WORD.search(a)]
+        args = [a for a in args if LOCK_NAMED.search(a)]
     return next((x for x in (lock_name(fn, a) for a in args) if x), "")
 
 
@@ -181,7 +184,7 @@ def _primitive(call) -> str:
     # a lock macro of the code's own built on no platform call (atomics: HA_SPIN_LOCK), or a
     # lock function of its own (LWLockAcquire), by the last word of its name
     named = call.expands or call.own
-    return call.callee if named and _last_word(call.callee) in THROUGH_POINTER else ""
+    return call.callee if named and _verb(call.callee) in THROUGH_POINTER else ""
 
 
 def _by_name(call) -> bool:
@@ -195,6 +198,43 @@ def _last_word(name: str) -> str:
     return words[-1] if words else ""
 
 
+def _verb(name: str) -> str:
+    """What a lock function's name says it does, lower case: the first word after its lock
+    word that takes or gives back (``LWLockReleaseClearVar``: release), else the lock word
+    itself (``LockBufHdr``: lock) or its last word; "" for another chore done to a lock
+    (``LWLockUpdateVar``).
+
+    >>> [_verb(n) for n in ("LWLockAcquire", "LWLockReleaseClearVar", "ha_spin_lock")]
+    ['acquire', 'release', 'lock']
+    >>> _verb("LWLockUpdateVar"), _verb("UnlockBufHdr")
+    ('', 'unlock')
+    """
+    words = [w.lower() for w in _words(name)]
+    at = next((i for i, w in enumerate(words) if LOCK_WORD.fullmatch(w)), None)
+    if at is None:
+        return words[-1] if words else ""
+    after = words[at + 1 :]
+    if set(after) & LOCK_CHORES:
+        return ""
+    return next((w for w in after if w in THROUGH_POINTER), words[at])
+
+
+def _lock_flag(a) -> bool:
+    """Whether A sets a flag named for the locks to a truth value (``holdingAllLocks =
+    true``): the lock's own bookkeeping, not work it guards."""
+    named = any(LOCK_WORD.fullmatch(w) for w in _words(a.target.split(".")[-1]))
+    return named and a.op == "=" and a.text.split("=", 1)[-1].strip() in TRUTHS
+
+
+TRUTHS = {"true", "false", "0", "1", "TRUE", "FALSE"}
+
+
+def _walked(fn, call) -> bool:
+    """Whether every loop around CALL walks (a counted for over a table of locks)."""
+    around = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
+    return bool(around) and all(walks(fn, lp) for lp in around)
+
+
 def _kinds(call) -> tuple[str, ...]:
     """What CALL does to the lock it is handed, by the primitive it is (and, for one that
     takes or gives back by an argument, by that argument); () for no lock call."""
@@ -202,7 +242,7 @@ def _kinds(call) -> tuple[str, ...]:
     if call.indirect:
         return THROUGH_POINTER.get(primitive.lower(), ())
     if _by_name(call):
-        return THROUGH_POINTER.get(_last_word(primitive), ())  # a lock macro, by its name
+        return THROUGH_POINTER.get(_verb(primitive), ())  # a lock macro, by its name
     if primitive in LOCK_PRIMITIVES:
         return LOCK_PRIMITIVES[primitive]
     if primitive not in BY_ARGUMENT:
