@@ -723,6 +723,14 @@ def scan(
             help="A macro the build defines, NAME or NAME=VALUE (HAVE_CONFIG_H); repeatable.",
         ),
     ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="A file or folder of SRC to scan, the rest of the tree there for its "
+            "includes (src/backend/storage); repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Find resources and their WAIT/ACQUIRE/USE/RELEASE sites; keep what verification confirms."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -764,6 +772,7 @@ def scan(
             progress=progress,
             include_dirs=include,
             defines=define,
+            only=only,
         )
     report = write(result, out)
     st = report["stats"]

@@ -315,6 +315,35 @@ def test_a_tree_without_a_build_finds_its_headers_and_scans_only_what_is_named(t
         scan(tmp_path, only=["src/none.c"], jobs=1)
 
 
+def test_only_a_folder_of_a_tree_is_scanned_in_place(tmp_path, capsys):
+    """``--only`` names files or folders of the tree (relative to it, or absolute paths in
+    it): a folder's source files are scanned, the rest of the tree is there for their
+    includes and nothing needs copying. A folder with no source, a path outside the tree, are
+    one line each."""
+    tree = tmp_path / "tree"
+    for d in ("include", "src/storage", "src/access", "docs"):
+        (tree / d).mkdir(parents=True)
+    (tree / "include" / "pool.h").write_text("struct pool { int used; int capacity; };\n")
+    (tree / "src" / "storage" / "a.c").write_text('#include "pool.h"\nint a(void) { return 0; }\n')
+    (tree / "src" / "storage" / "b.c").write_text("int b(void) { return 0; }\n")
+    (tree / "src" / "access" / "c.c").write_text("int c(void) { return 0; }\n")
+    r = scan(tree, only=["src/storage"], jobs=1)
+    assert {u.file for u in r.units} == {"src/storage/a.c", "src/storage/b.c", "include/pool.h"}
+    r = scan(tree, only=[str(tree / "src" / "access"), "src/storage/b.c"], jobs=1)
+    assert {u.file for u in r.units} == {"src/access/c.c", "src/storage/b.c"}
+    with pytest.raises(ScanError, match="no folder with C or C.. source files docs$"):
+        scan(tree, only=["docs"], jobs=1)
+    with pytest.raises(ScanError, match="not under the scanned tree"):
+        scan(tree, only=[str(tmp_path)], jobs=1)
+    out = tmp_path / "out"
+    assert main(["scan", str(tree), "--out", str(out), "--only", "src/storage", "--jobs", "1"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["stats"]["files"] == 2
+    assert main(["scan", str(tree), "--out", str(out), "--only", "../elsewhere"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "../elsewhere: not under the scanned tree" in err[0], err
+
+
 def test_the_real_codebases_labels_are_well_formed():
     """tests/scan_real: what bench/scan_eval.py scores the scanner against."""
     import json

@@ -114,6 +114,26 @@ def _pooled(parse: Callable, work: list[tuple], jobs: int) -> Iterator[Unit]:
                 ) from None
 
 
+def _only(root: Path, files: list[Path], only: list[str]) -> list[Path]:
+    """The FILES of the tree at ROOT that ONLY names: files, or folders whose source files
+    are all named, each given under ROOT (relative to it, or as an absolute path in it)."""
+    names = {os.path.relpath(p, root): p for p in files}
+    picked: dict[str, Path] = {}
+    for entry in only:
+        rel = os.path.normpath(os.path.relpath(entry, root) if os.path.isabs(entry) else entry)
+        if rel == ".." or rel.startswith(".." + os.sep):
+            raise ScanError(f"{entry}: not under the scanned tree {root}")
+        if rel in names:
+            picked[rel] = names[rel]
+            continue
+        inside = {n: p for n, p in names.items() if rel == "." or n.startswith(rel + os.sep)}
+        if not inside:
+            what = "folder with C or C++ source files" if (root / rel).is_dir() else "source file"
+            raise ScanError(f"{root}: no {what} {rel}")
+        picked.update(inside)
+    return [p for n, p in names.items() if n in picked]
+
+
 def scan(
     src: str | os.PathLike,
     *,
@@ -131,16 +151,12 @@ def scan(
     names the files to scan (paths under ``src``); the rest of the tree is still there for
     their includes. ``include_dirs`` are searched for headers too (a library the tree uses,
     whose headers are installed apart), and ``defines`` defined (``HAVE_CONFIG_H``), with or
-    without compile commands."""
+    without compile commands. ``only`` may name folders too: every source file under them."""
     root = Path(src)
     backend = backend or OfflineRecall()
     files = source_files(root)
     if only is not None:
-        wanted = {os.path.normpath(f) for f in only}
-        files = [p for p in files if os.path.relpath(p, root) in wanted]
-        missing = wanted - {os.path.relpath(p, root) for p in files}
-        if missing:
-            raise ScanError(f"{root}: no source file {sorted(missing)[0]}")
+        files = _only(root, files, only)
     if not files:
         raise ScanError(f"{root}: no C or C++ source files")
     base = root if root.is_dir() else root.parent
