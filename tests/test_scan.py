@@ -3425,3 +3425,33 @@ def test_a_parse_worker_that_dies_costs_only_a_retry(tmp_path):
     always = [("a.c", marker, True), ("dies.c", marker, True)]
     with pytest.raises(ScanError, match=r"^dies.c: a parse worker died 3 times"):
         list(_pooled(_dies_once, always, 2))
+
+
+WAITERS = """
+#include <pthread.h>
+typedef struct event { struct event *next; int fd; } event;
+/* an event loop's base: the events added, and who waits for the running callback */
+typedef struct event_base {
+    pthread_mutex_t lock; pthread_cond_t current_done; event *current_event;
+    event *inserted; int current_event_waiters; int event_count; int event_count_max;
+} event_base;
+
+/* a delete that waits, counted among its waiters, for the callback running the event */
+int event_del(event_base *base, event *ev)
+{
+    if (base->current_event == ev) {
+        ++base->current_event_waiters;
+        pthread_cond_wait(&base->current_done, &base->lock);
+    }
+    return base->inserted == ev ? -1 : 0;
+}
+"""
+
+
+def test_a_count_of_waiters_is_no_count_of_units(tmp_path):
+    """Raising the count of the tasks waiting for a callback to finish takes nothing: a delete
+    that waits, counted among the waiters, does not ACQUIRE."""
+    (tmp_path / "event.c").write_text(WAITERS)
+    r = scan(tmp_path, jobs=1)
+    kinds = {c.kind for c in r.verified() if c.function == "event_del"}
+    assert "ACQUIRE" not in kinds, r.candidates

@@ -153,8 +153,12 @@ def record_pattern(record: str) -> re.Pattern:
     return re.compile(rf"\b{re.escape(record)}(_t)?\b")
 
 
-# words of a count that is no count of units: of settings given, or a statistic
+# words of a count that is no count of units: of settings given, a statistic, or of the
+# tasks waiting for units (``++base->current_event_waiters`` before a condition wait)
 NOT_UNITS = {"opt", "opts", "option", "options", "config", "conf", "setting", "settings"} | {
+    "waiter",
+    "waiters",
+    "sleepers",
     "stat",
     "stats",
     "statistic",
