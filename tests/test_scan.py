@@ -3455,3 +3455,65 @@ def test_a_count_of_waiters_is_no_count_of_units(tmp_path):
     r = scan(tmp_path, jobs=1)
     kinds = {c.kind for c in r.verified() if c.function == "event_del"}
     assert "ACQUIRE" not in kinds, r.candidates
+
+
+HEADER_LOCKS = """
+#include <stdint.h>
+typedef struct buf_desc { uint32_t state; int buf_id; } buf_desc;
+typedef struct ring { int *buffers; int current; int ring_size; } ring;
+extern buf_desc *descriptors;
+extern uint32_t lock_buf_hdr(buf_desc *buf);
+/* giving the header lock back is a store of the state without its lock bit */
+#define unlock_buf_hdr(buf, s) ((buf)->state = (s) & ~1u)
+
+/* the ring's next buffer, its header locked, when no one pins it; its state through STATE */
+buf_desc *ring_next(ring *r, uint32_t *state)
+{
+    buf_desc *buf;
+    uint32_t local;
+    if (++r->current >= r->ring_size)
+        r->current = 0;
+    buf = &descriptors[r->buffers[r->current]];
+    local = lock_buf_hdr(buf);
+    if ((local & 0xffff) == 0) {
+        *state = local;
+        return buf;
+    }
+    unlock_buf_hdr(buf, local);
+    return 0;
+}
+
+extern void wait_list_lock(buf_desc *buf);
+extern void wait_list_unlock(buf_desc *buf);
+
+/* set a value the holder publishes, under the wait list's lock it gives back at once */
+void publish_value(buf_desc *buf, uint64_t *valptr, uint64_t val)
+{
+    wait_list_lock(buf);
+    *valptr = val;
+    wait_list_unlock(buf);
+}
+"""
+
+
+def test_an_out_parameter_hands_out_only_what_comes_of_the_resource(tmp_path):
+    """An ACQUIRE hands its caller something of the resource: a store through a pointer the
+    caller gave counts when its value comes of the resource, as the state a kept lock
+    answers does (``*state = lock_buf_hdr(buf)``), and not when it is the caller's own value
+    stored under a lock given back at once (``*valptr = val``)."""
+    from gigi.scan._offline import Candidate
+    from gigi.scan._verify import verify
+
+    (tmp_path / "ring.c").write_text(HEADER_LOCKS)
+    r = scan(tmp_path, jobs=1)
+    fns = {f.name: f for u in r.units for f in u.functions}
+
+    def acquire(name: str):
+        fn = fns[name]
+        line = next(c.line for c in fn.calls if c.callee in ("lock_buf_hdr", "wait_list_lock"))
+        c = Candidate(fn.file, name, line, "ACQUIRE", "buf_desc", "", "1", "test", "")
+        return verify(c, fn, {"buf_desc"}, True, set())
+
+    assert acquire("ring_next").ok, acquire("ring_next").reason
+    v = acquire("publish_value")
+    assert not v.ok, v.reason

@@ -213,6 +213,14 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
         # a status code (rc = write(log->fd, ...)) hands nothing out; a lock taken is held
         # by the caller whatever the function returns
         derived = {d for d in derived if not is_status(fn, d)}
+    # a lock the function takes, records in the resource (a flag set) and does not give back
+    # on every path stays with the caller
+    unlocks = lock_calls(fn, unlock=True)
+    kept = [
+        x for x in locks if not any(u.line > x.line and within(fn, u.path, x.path) for u in unlocks)
+    ]
+    # and what such a lock answers (the header's state LockBufHdr returns) is of it
+    derived |= {a.target for a in fn.assigns if set(a.calls) & {x.callee for x in kept}}
     returned = [
         (line, srcs)
         for line, srcs, _ in fn.returns
@@ -221,15 +229,8 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     out_param = [
         a
         for a in fn.assigns
-        if a.target.startswith("*")
-        or a.target in {n for t, n in fn.params if "*" in t}
+        if (a.target.startswith("*") or a.target in {n for t, n in fn.params if "*" in t})
         and any(_mine(s, mine) or s in derived for s in a.sources)
-    ]
-    # a lock the function takes, records in the resource (a flag set) and does not give back
-    # on every path stays with the caller
-    unlocks = lock_calls(fn, unlock=True)
-    kept = [
-        x for x in locks if not any(u.line > x.line and within(fn, u.path, x.path) for u in unlocks)
     ]
     # or on the resource itself, where it counts its holders (an address's refcount)
     objects = {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
