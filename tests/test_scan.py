@@ -3517,3 +3517,34 @@ def test_an_out_parameter_hands_out_only_what_comes_of_the_resource(tmp_path):
     assert acquire("ring_next").ok, acquire("ring_next").reason
     v = acquire("publish_value")
     assert not v.ok, v.reason
+
+
+RELEASE_ALL = """
+/* a lock of the server's own, its functions in another file */
+typedef struct lwlock { unsigned state; int tranche; } lwlock;
+extern void lw_lock_release(lwlock *lock);
+extern void hold_interrupts(void);
+typedef struct held_lock { lwlock *lock; int mode; } held_lock;
+
+/* the locks this backend holds, the last taken last */
+typedef struct lock_table { held_lock held[200]; int num_held; int max_held; } lock_table;
+static lock_table *mine;
+
+/* on error: give back every lock held (each release drops it from the table) */
+void lw_lock_release_all(void)
+{
+    while (mine->num_held > 0) {
+        hold_interrupts();
+        lw_lock_release(mine->held[mine->num_held - 1].lock);
+    }
+}
+"""
+
+
+def test_a_loop_that_gives_locks_back_drains_and_waits_for_nothing(tmp_path):
+    """A loop whose only call that looks like blocking gives a lock back (``while (held > 0)
+    release(...)``) drains what is held: no WAIT."""
+    (tmp_path / "lwlock.c").write_text(RELEASE_ALL)
+    r = scan(tmp_path, jobs=1)
+    waits = [(c.function, why) for c, ok, why in r.candidates if c.kind == "WAIT"]
+    assert waits == [], waits

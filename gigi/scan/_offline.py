@@ -484,6 +484,9 @@ def names_a_lock_call(callee: str) -> bool:
     return bool(at) and not set(words[at[0] + 1 :]) & LOCK_CHORES
 
 
+UNLOCKS = re.compile(r"unlock|release", re.I)
+
+
 def lock_calls(fn: Function, unlock: bool) -> list:
     """Calls that take (or, with ``unlock``, give back) a lock handed out by a lock manager,
     the guards of the function's own critical section left out."""
@@ -491,9 +494,7 @@ def lock_calls(fn: Function, unlock: bool) -> list:
     for c in fn.calls:
         if GUARD.search(c.callee) or not names_a_lock_call(c.callee):
             continue
-        releasing = bool(re.search(r"unlock|release", c.callee, re.I)) or any(
-            "UNLOCK" in a for a in c.args
-        )
+        releasing = bool(UNLOCKS.search(c.callee)) or any("UNLOCK" in a for a in c.args)
         if releasing == unlock:
             out.append(c)
     return out
@@ -873,7 +874,12 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     links = links_of(guess)
     free = free_heads(guess, links)
     for loop in fn.loops:
-        blocking = [c for c in loop.body_calls + loop.cond_calls if BLOCKING.search(c)]
+        # (giving a lock back blocks no one: a loop of releases drains, it does not retry)
+        blocking = [
+            c
+            for c in loop.body_calls + loop.cond_calls
+            if BLOCKING.search(c) and not (names_a_lock_call(c) and UNLOCKS.search(c))
+        ]
         if walks(fn, loop) and not any(sleeps(c) for c in loop.body_calls):
             continue  # an iteration over the resource, not a retry
         if INTERRUPTED.search(loop.cond) and not INTERRUPTED.sub("", loop.cond).count("errno"):
