@@ -3548,3 +3548,39 @@ def test_a_loop_that_gives_locks_back_drains_and_waits_for_nothing(tmp_path):
     r = scan(tmp_path, jobs=1)
     waits = [(c.function, why) for c, ok, why in r.candidates if c.kind == "WAIT"]
     assert waits == [], waits
+
+
+REBASED = """
+#include <stddef.h>
+typedef struct memnode { struct memnode *next; size_t index; } memnode;
+/* an allocator: free nodes by size class, and a budget of how much it may keep free */
+typedef struct allocator {
+    void *mutex; size_t max_index; size_t max_free_index; size_t current_free_index;
+    memnode *free[20];
+} allocator;
+extern void allocator_lock(allocator *a);
+extern void allocator_unlock(allocator *a);
+
+/* set how much the allocator may keep free: the budget left moves with its bound */
+void allocator_max_free_set(allocator *a, size_t size)
+{
+    size_t max_free_index;
+    allocator_lock(a);
+    max_free_index = (size + 4095) >> 12;
+    a->current_free_index += max_free_index;
+    a->current_free_index -= a->max_free_index;
+    a->max_free_index = max_free_index;
+    if (a->current_free_index > max_free_index)
+        a->current_free_index = max_free_index;
+    allocator_unlock(a);
+}
+"""
+
+
+def test_a_count_moved_by_its_limit_is_rebased_not_given_back(tmp_path):
+    """Setting a new bound moves the budget left by the new bound and the old one: no unit is
+    taken or given back, and the setter has no ACQUIRE or RELEASE."""
+    (tmp_path / "alloc.c").write_text(REBASED)
+    r = scan(tmp_path, jobs=1)
+    moved = [(c.kind, c.why) for c in r.verified() if c.kind in ("ACQUIRE", "RELEASE")]
+    assert moved == [], moved

@@ -177,7 +177,27 @@ def _counted(a) -> str | None:
     counts = COUNTER.search(member) or INVERSE.search(member) or re.match(r"n[A-Z]", member)
     if any(w in NOT_UNITS for w in _words(member)):
         return None
+    if _by_a_limit(a):
+        return None
     return member if counts or a.limited or _left_in(a.target) else None
+
+
+def _by_a_limit(a) -> bool:
+    """Whether A moves a count by a limit (``current_free_index -= allocator->max_free_index``
+    when the limit is set anew): the count rebased on its bound, no units taken or given.
+
+    >>> from types import SimpleNamespace as A
+    >>> _by_a_limit(A(op="+=", text="a -> current_free_index += max_free_index"))
+    True
+    >>> _by_a_limit(A(op="-=", text="pool -> nused -= n"))
+    False
+    """
+    for op in ("+=", "-="):
+        if op in a.text:
+            amount = a.text.split(op, 1)[1].strip()
+            name = re.fullmatch(r"(?:\w+\s*(?:->|\.)\s*)*(\w+)", amount)
+            return bool(name and LIMIT.search(name.group(1)))
+    return False
 
 
 # a record that holds what is left to spend: a token bucket, a budget of credits
