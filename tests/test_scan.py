@@ -3584,3 +3584,60 @@ def test_a_count_moved_by_its_limit_is_rebased_not_given_back(tmp_path):
     r = scan(tmp_path, jobs=1)
     moved = [(c.kind, c.why) for c in r.verified() if c.kind in ("ACQUIRE", "RELEASE")]
     assert moved == [], moved
+
+
+UNLINKED = """
+#include <stddef.h>
+typedef struct stream {
+    struct stream *lru_next; struct stream *lru_prev; int on_list; int fd;
+} stream;
+/* the streams kept open for reuse, the most recent first */
+typedef struct outnet {
+    stream *reuse_first; stream *reuse_last; int num_reuse; int max_reuse;
+} outnet;
+
+/* put S at the front of the reuse list */
+void reuse_list_push(outnet *o, stream *s)
+{
+    s->lru_prev = NULL;
+    s->lru_next = o->reuse_first;
+    if (o->reuse_first)
+        o->reuse_first->lru_prev = s;
+    else
+        o->reuse_last = s;
+    o->reuse_first = s;
+    s->on_list = 1;
+}
+
+/* take S off the reuse list */
+void reuse_list_remove(outnet *o, stream *s)
+{
+    if (s->lru_prev)
+        s->lru_prev->lru_next = s->lru_next;
+    else
+        o->reuse_first = s->lru_next;
+    if (s->lru_next)
+        s->lru_next->lru_prev = s->lru_prev;
+    else
+        o->reuse_last = s->lru_prev;
+    s->lru_next = NULL;
+    s->lru_prev = NULL;
+    s->on_list = 0;
+}
+"""
+
+
+def test_a_list_s_head_set_to_the_removed_node_s_link_links_nothing_in(tmp_path):
+    """Unlinking a node handed in (``first = s->lru_next``) sets the head to what follows it,
+    not to it: no push, but a take off the list; the push sets it to the node."""
+    from gigi.scan._offline import queue_moves
+
+    (tmp_path / "outnet.c").write_text(UNLINKED)
+    r = scan(tmp_path, jobs=1)
+    fns = {f.name: f for u in r.units for f in u.functions}
+    queues = {"outnet.reuse_first", "outnet.reuse_last"}
+    removed = queue_moves(fns["reuse_list_remove"], {"outnet", "stream"}, queues, set())
+    assert removed.pushes == [], removed
+    assert [a.target for a in removed.pops] == ["outnet.reuse_first", "outnet.reuse_last"]
+    pushed = queue_moves(fns["reuse_list_push"], {"outnet", "stream"}, queues, set())
+    assert "outnet.reuse_first" in [a.target for a in pushed.pushes], pushed

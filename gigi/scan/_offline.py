@@ -1540,7 +1540,17 @@ def queue_moves(fn: Function, mine: set[str], queues: set[str], holders: set[str
     for a in fn.assigns:
         if a.op != "=" or a.target not in queues:
             continue
-        if any(x in objects and x not in holders for x in a.sources if "." not in x):
+        rhs = a.text.split("=", 1)[-1]
+        # (the head set to an object's own link, head = item->next, unlinks it: no push)
+        pushed = [
+            x
+            for x in a.sources
+            if "." not in x
+            and x in objects
+            and x not in holders
+            and not re.search(rf"\b{re.escape(x)}\s*(->|\.)\s*\w*(next|prev|link)", rhs, re.I)
+        ]
+        if pushed:
             pushes.append(a)
         elif any(
             "." in x and x.split(".", 1)[0] in mine - owners and LINK.search(x.split(".", 1)[1])
