@@ -2001,3 +2001,7 @@ def test_a_lock_function_of_the_code_s_own_is_read_by_its_name(tmp_path):
         ("insert_lock_release", "RELEASE", "insert_locks"),
     }, gained
     assert lost == set()
+    r = scan(tmp_path, jobs=1)
+    assert {(g.name, g.sharing, g.unit) for g in r.resources if g.name == "insert_locks"} == {
+        ("insert_locks", "exclusive", "locks")
+    }

@@ -782,7 +782,7 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
             if sharing == "log" or ring
             else "locks"
             if sharing == "shared"
-            else (elements[0] + "s")
+            else plural(elements[0])
             if elements
             else "units"
         )
@@ -791,6 +791,15 @@ def phase1(records: list[Record], members: list[Member]) -> list[ResourceGuess]:
         g.members = [m for rec in [g.name, *g.elements] for m in by_record.get(rec, [])]
         _kept_free(g, by_record)
     return out
+
+
+def plural(name: str) -> str:
+    """The unit a pool of NAME objects counts in.
+
+    >>> plural("conn"), plural("Latch"), plural("mysockaddr"), plural("box")
+    ('conns', 'Latches', 'mysockaddrs', 'boxes')
+    """
+    return name + ("es" if re.search(r"(s|x|z|ch|sh)$", name) else "s")
 
 
 def _kept_free(g: ResourceGuess, by_record: dict[str, list[Member]]) -> None:

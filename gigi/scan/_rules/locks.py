@@ -136,8 +136,9 @@ def lock_apis(found: Found) -> Found:
             sharing = "shared" if "rwlock" in primitive else "exclusive"
             if primitive.startswith("sem"):
                 sharing = "pool"
+            unit = "units" if sharing == "pool" else "locks"  # a semaphore's, or a lock's
             guesses[lock] = found_by(
-                lock, fn, sharing, "", f"handed out by {fn.name} through {call.callee}"
+                lock, fn, sharing, unit, f"handed out by {fn.name} through {call.callee}"
             )
         done = set()
         for call in prims:
