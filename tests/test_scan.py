@@ -335,6 +335,8 @@ def test_only_a_folder_of_a_tree_is_scanned_in_place(tmp_path, capsys):
         scan(tree, only=["docs"], jobs=1)
     with pytest.raises(ScanError, match="not under the scanned tree"):
         scan(tree, only=[str(tmp_path)], jobs=1)
+    with pytest.raises(ScanError, match="an empty path"):
+        scan(tree, only=[""], jobs=1)
     out = tmp_path / "out"
     assert main(["scan", str(tree), "--out", str(out), "--only", "src/storage", "--jobs", "1"]) == 0
     report = json.loads((out / "report.json").read_text())

@@ -120,6 +120,8 @@ def _only(root: Path, files: list[Path], only: list[str]) -> list[Path]:
     names = {os.path.relpath(p, root): p for p in files}
     picked: dict[str, Path] = {}
     for entry in only:
+        if not str(entry).strip():
+            raise ScanError("an empty path to scan only: name a file or folder of the tree")
         rel = os.path.normpath(os.path.relpath(entry, root) if os.path.isabs(entry) else entry)
         if rel == ".." or rel.startswith(".." + os.sep):
             raise ScanError(f"{entry}: not under the scanned tree {root}")
