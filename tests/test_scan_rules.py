@@ -2005,3 +2005,6 @@ def test_a_lock_function_of_the_code_s_own_is_read_by_its_name(tmp_path):
     assert {(g.name, g.sharing, g.unit) for g in r.resources if g.name == "insert_locks"} == {
         ("insert_locks", "exclusive", "locks")
     }
+    # a site at each call that gives back: all of the table's in the walk, or the one held
+    released = [c.line for c in r.verified() if c.function == "insert_lock_release"]
+    assert len(set(released)) == 2, released

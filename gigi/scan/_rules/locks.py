@@ -140,12 +140,10 @@ def lock_apis(found: Found) -> Found:
             guesses[lock] = found_by(
                 lock, fn, sharing, unit, f"handed out by {fn.name} through {call.callee}"
             )
-        done = set()
+        # a site at each call: a lock given back on either branch (one of all the table's,
+        # or the one held) is given back whichever runs
         for call in prims:
             for kind in _kinds(call):
-                if kind in done:
-                    continue
-                done.add(kind)
                 why = f"its job is {call.callee} on {lock}"
                 c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
                 out.append(Site(c, True, f"verified: {why}"))
