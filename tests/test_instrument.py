@@ -413,3 +413,67 @@ def test_an_acquire_handed_back_by_a_return_is_recorded_only_when_it_got_somethi
     # the main loop's four pool_puts before any get are RELEASEs too: 4 + 4
     assert [(k, n, d) for k, n, d, _ in rows] == [(1, 4, 4), (3, 8, 4)], rows
     assert all(lowest != 0 for *_, lowest in rows)
+
+
+GUARDED_HEADER = """#ifndef POOL_H
+#define POOL_H
+#include <pthread.h>
+/* a pool of connections, its lock taken by the functions below */
+typedef struct conn { struct conn *next; int fd; } conn;
+typedef struct pool { pthread_mutex_t mu; conn *free; int n_free; int max_conns; } pool;
+
+static inline void pool_lock(pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+}
+
+static inline void pool_unlock(pool *p)
+{
+    pthread_mutex_unlock(&p->mu);
+}
+#endif
+"""
+
+TWICE = """#include "pool.h"
+#include "pool.h"
+
+int pool_count(pool *p)
+{
+    int n;
+    pool_lock(p);
+    n = p->n_free;
+    pool_unlock(p);
+    return n;
+}
+"""
+
+
+def test_a_header_with_sites_included_twice_compiles(tmp_path):
+    """Sites in a header (a lock API defined inline) put its resource ids and its sites'
+    registration before and after the header's own guard: a file that includes the header
+    twice still compiles, and stripping the marks gives the header back byte for byte."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "pool.h").write_text(GUARDED_HEADER)
+    (src / "main.c").write_text(TWICE)
+    assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
+    out = tmp_path / "probed"
+    assert cli(["instrument", str(src), "--sites", str(tmp_path / "sites"), "--out", str(out)]) == 0
+    placed = json.loads((out / "gigi-instrument.json").read_text())["placements"]
+    assert {p["file"] for p in placed if p["placed"]} == {"pool.h"}, placed
+    assert strip((out / "pool.h").read_text()) == GUARDED_HEADER
+    done = subprocess.run(
+        [
+            native.compiler(),
+            "-std=c11",
+            "-Wall",
+            *native.cflags(),
+            "-c",
+            str(out / "main.c"),
+            "-o",
+            str(tmp_path / "main.o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr

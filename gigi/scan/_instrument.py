@@ -296,9 +296,13 @@ def _prologue(stem: str, names: list[str], resources: dict, rel: str) -> str:
     """The header, and the file's resources by index, declared to the runtime at first use."""
     rows = [resources.get(n, {}) for n in names]
     caps = [str(r["capacity"]) if r.get("capacity") is not None else "-1" for r in rows]
+    # a header is included more than once in a file (its own guard keeps its body to one
+    # copy, not what comes before the guard): its ids once per file
     return (
         '#include "gigi_probe.h"\n'
         "#include <stdint.h>\n"
+        f"#ifndef GIGI_RES_{stem}\n"
+        f"#define GIGI_RES_{stem}\n"
         f"static int32_t gigi_res_{stem}(int i) {{\n"
         f"    static int32_t ids[{len(names)}];\n"
         + _c_array("char *const", "names", [_c_string(n) for n in names])
@@ -309,6 +313,7 @@ def _prologue(stem: str, names: list[str], resources: dict, rel: str) -> str:
         "        ids[i] = gigi_resource(names[i], capacity[i], units[i], sharing[i]) + 1;\n"
         "    return ids[i] - 1;\n"
         "}\n"
+        "#endif\n"
         f"#line 1 {_c_string(rel)}\n"
     )
 
@@ -334,6 +339,7 @@ def _epilogue(stem: str, sites: list[dict]) -> str:
         for s in sites
     )
     return (
-        f"{MARK_OPEN}\n__attribute__((constructor)) static void gigi_sites_{stem}(void) "
-        f"{{ {calls}}}\n{MARK_CLOSE}"
+        f"{MARK_OPEN}\n#ifndef GIGI_SITES_{stem}\n#define GIGI_SITES_{stem}\n"
+        f"__attribute__((constructor)) static void gigi_sites_{stem}(void) "
+        f"{{ {calls}}}\n#endif\n{MARK_CLOSE}"
     )
