@@ -52,6 +52,24 @@ def run_traced(binary: Path, tmp_path: Path, *args: str) -> tuple[Path, bytes]:
     return trace, done.stdout
 
 
+def compile_object(source: Path, obj: Path) -> subprocess.CompletedProcess:
+    """SOURCE compiled (not linked) with the native runtime's flags, as C11 with warnings."""
+    return subprocess.run(
+        [
+            native.compiler(),
+            "-std=c11",
+            "-Wall",
+            *native.cflags(),
+            "-c",
+            str(source),
+            "-o",
+            str(obj),
+        ],
+        capture_output=True,
+        text=True,
+    )
+
+
 def scan_and_probe(tmp_path: Path, name: str, text: str) -> tuple[Path, dict]:
     """TEXT as TMP_PATH/src/NAME, scanned and instrumented through the CLI: the folder of
     the probed sources and the instrumenter's report."""
@@ -152,20 +170,7 @@ def test_a_wait_on_a_branch_spans_the_branch_and_compiles(tmp_path):
     line = text[text.index('#line 1 "block_cache.c"') :].splitlines()[44]
     assert line.startswith("    if (b == NULL) {/*gigi{*/int gigi_in_wait_"), line
     assert "gigi_wait_begin(" in line and "cleanup(gigi_wait_cleanup)" in line
-    done = subprocess.run(
-        [
-            native.compiler(),
-            "-std=c11",
-            "-Wall",
-            *native.cflags(),
-            "-c",
-            str(out / "block_cache.c"),
-            "-o",
-            str(tmp_path / "x.o"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    done = compile_object(out / "block_cache.c", tmp_path / "x.o")
     assert done.returncode == 0 and "gigi" not in done.stderr, done.stderr
 
 
@@ -462,18 +467,5 @@ def test_a_header_with_sites_included_twice_compiles(tmp_path):
     placed = json.loads((out / "gigi-instrument.json").read_text())["placements"]
     assert {p["file"] for p in placed if p["placed"]} == {"pool.h"}, placed
     assert strip((out / "pool.h").read_text()) == GUARDED_HEADER
-    done = subprocess.run(
-        [
-            native.compiler(),
-            "-std=c11",
-            "-Wall",
-            *native.cflags(),
-            "-c",
-            str(out / "main.c"),
-            "-o",
-            str(tmp_path / "main.o"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    done = compile_object(out / "main.c", tmp_path / "main.o")
     assert done.returncode == 0, done.stderr
