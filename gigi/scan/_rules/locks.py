@@ -181,7 +181,7 @@ def _primitive(call) -> str:
     if len(prims) == 1:
         return prims[0]
     # a lock macro of the code's own built on no platform call (atomics: HA_SPIN_LOCK), or a
-    # lock function of its own (LWLockAcquire), by the last word of its name
+    # lock function of its own (LWLockAcquire), by what its name says it does (``_verb``)
     named = call.expands or call.own
     return call.callee if named and _verb(call.callee) in THROUGH_POINTER else ""
 
@@ -190,11 +190,6 @@ def _by_name(call) -> bool:
     """Whether CALL is read as a lock by its name alone: a lock macro of the code's own."""
     known = call.callee in LOCK_PRIMITIVES or call.callee in BY_ARGUMENT
     return not call.indirect and not known and _primitive(call) == call.callee
-
-
-def _last_word(name: str) -> str:
-    words = _words(name)
-    return words[-1] if words else ""
 
 
 def _verb(name: str) -> str:
@@ -228,9 +223,14 @@ def _lock_flag(a) -> bool:
 TRUTHS = {"true", "false", "0", "1", "TRUE", "FALSE"}
 
 
+def _around(fn, call) -> list:
+    """The loops of FN that enclose CALL."""
+    return [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
+
+
 def _walked(fn, call) -> bool:
     """Whether every loop around CALL walks (a counted for over a table of locks)."""
-    around = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
+    around = _around(fn, call)
     return bool(around) and all(walks(fn, lp) for lp in around)
 
 
@@ -261,7 +261,7 @@ def _kinds(call) -> tuple[str, ...]:
 def _retries_on_interrupt(fn, call) -> bool:
     """Whether the loops around CALL only retry it when a signal interrupted it
     (``do r = sem_wait(sem); while (r == -1 && errno == EINTR)``): no wait of its own."""
-    around = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
+    around = _around(fn, call)
     return bool(around) and all(ERRNO in lp.cond_calls for lp in around)
 
 

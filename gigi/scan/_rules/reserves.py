@@ -111,13 +111,7 @@ def _handed_out(fn: Function, closure: dict[str, set[str]]) -> set[str]:
     pointers = {n for t, n in fn.params if "*" in t}
     out = {s for _, srcs, _ in fn.returns for s in srcs}
     for a in fn.assigns:
-        through = a.target.lstrip("*").strip()
-        if (
-            a.target.startswith("*")
-            and through in pointers
-            or through in pointers
-            and "." in a.target
-        ):
+        if a.target.startswith("*") and a.target.lstrip("*").strip() in pointers:
             out.update(a.sources)
     for x in list(out):
         out |= {s for s in closure.get(x, ()) if s in fn.locals}
