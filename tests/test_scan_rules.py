@@ -2008,3 +2008,125 @@ def test_a_lock_function_of_the_code_s_own_is_read_by_its_name(tmp_path):
     # a site at each call that gives back: all of the table's in the walk, or the one held
     released = [c.line for c in r.verified() if c.function == "insert_lock_release"]
     assert len(set(released)) == 2, released
+
+
+LOCK_WAITS = """
+#include <sched.h>
+/* the server's own lock: its functions are in another file of the tree */
+typedef struct lwlock { unsigned state; } lwlock;
+extern int lw_lock_wait_for_var(lwlock *lock, unsigned long *var, unsigned long old,
+                                unsigned long *now);
+extern int lw_lock_acquire(lwlock *lock, int mode);
+extern int lw_lock_try(lwlock *lock);
+extern void lw_lock_release(lwlock *lock);
+
+/* the locks writers insert under, each with how far its holder has inserted */
+typedef struct insert_slot { lwlock lock; unsigned long at; } insert_slot;
+static insert_slot slots[8];
+
+/* wait until every insertion before upto has finished: for each lock, again and again
+   until it is free or its holder has passed upto */
+unsigned long wait_for_inserts(unsigned long upto)
+{
+    unsigned long done = upto;
+    int i;
+    for (i = 0; i < 8; i++) {
+        unsigned long at = 0;
+        do {
+            if (lw_lock_wait_for_var(&slots[i].lock, &slots[i].at, at, &at)) {
+                at = 0;
+                break;
+            }
+        } while (at < upto);
+        if (at && at < done)
+            done = at;
+    }
+    return done;
+}
+
+/* take a lock by trying until it is free */
+void take_spinning(insert_slot *s)
+{
+    while (!lw_lock_try(&s->lock))
+        sched_yield();
+    s->at = 0;
+}
+
+/* a round of work under the lock while there is work: waits for none of it */
+typedef struct queue { lwlock lock; int n; } queue;
+void drain(queue *q)
+{
+    while (q->n > 0) {
+        lw_lock_acquire(&q->lock, 1);
+        q->n--;
+        lw_lock_release(&q->lock);
+        sched_yield();
+    }
+}
+"""
+
+
+def test_a_loop_that_calls_a_lock_again_until_it_may_go_on_waits_for_it(tmp_path):
+    """A loop that calls a lock function again until what the call said (its result, or what
+    it wrote through ``&at``) lets it go on WAITs for that lock, at the loop: a lock waited
+    for by its name's verb (``lw_lock_wait_for_var``), one tried until it is free. A walk of
+    a table of locks is no retry; a loop that takes a lock for each round of its work and
+    tests something else waits for nothing."""
+    gained, lost = _difference(tmp_path, {"insert.c": LOCK_WAITS}, "waits_around_locks")
+    assert {(f, k, r) for f, k, r, _ in gained} == {
+        ("wait_for_inserts", "WAIT", "slots"),
+        ("take_spinning", "WAIT", "insert_slot.lock"),
+    }, gained
+    assert lost == set()
+
+
+LOG_READ = """
+#include <pthread.h>
+#include <unistd.h>
+/* a page of the log's buffers */
+typedef struct log_page { unsigned long end; char data[8192]; } log_page;
+
+/* the log's shared state: its buffer pages, how far they are initialized, and how far
+   written out */
+typedef struct log_ctl {
+    pthread_mutex_t lock;
+    unsigned long initialized_upto;
+    unsigned long written_upto;
+    unsigned long n_pages;
+    unsigned long max_pages;
+    log_page *pages;
+} log_ctl;
+
+/* this process's own: the shared state, and the segment file it writes to */
+static log_ctl *ctl;
+static log_page *open_segment;
+static unsigned long segments_open;
+static int segment_fd = -1;
+static unsigned long max_segments = 64;
+static pthread_mutex_t segment_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* make the log's pages ready up to upto: an old page not yet written out is written
+   first, and the loop goes on until the page is initialized */
+void advance_buffers(unsigned long upto)
+{
+    while (upto >= ctl->initialized_upto) {
+        unsigned long idx = ctl->initialized_upto % ctl->max_pages;
+        if (ctl->written_upto < ctl->pages[idx].end) {
+            pwrite(segment_fd, ctl->pages[idx].data, 8192, 0);
+            fsync(segment_fd);
+            ctl->written_upto = ctl->pages[idx].end;
+        }
+        ctl->pages[idx].end = upto;
+        ctl->initialized_upto += 8192;
+    }
+}
+"""
+
+
+def test_a_wait_loop_waits_for_the_resource_its_condition_reads(tmp_path):
+    """A file that keeps its state in variables of its own (a pointer to the log's shared
+    state, its segment's descriptor) makes a record the recall gives its function; the loop
+    waits for what its condition reads, the shared state, and its WAIT moves there."""
+    gained, lost = _difference(tmp_path, {"wal.c": LOG_READ}, "waits_on_what_they_read")
+    assert {(f, k, r) for f, k, r, _ in gained} == {("advance_buffers", "WAIT", "log_ctl")}
+    assert {(f, k, r) for f, k, r, _ in lost} == {("advance_buffers", "WAIT", "wal_c")}

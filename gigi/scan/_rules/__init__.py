@@ -26,10 +26,12 @@ from gigi.scan._rules.holds import uses_within_holds
 from gigi.scan._rules.interface import at_the_interface
 from gigi.scan._rules.libraries import pools_of_libraries
 from gigi.scan._rules.lists import linked_through_calls
+from gigi.scan._rules.lock_waits import waits_around_locks
 from gigi.scan._rules.locks import lock_apis
 from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
 from gigi.scan._rules.objects import objects_through_calls
+from gigi.scan._rules.reads import waits_on_what_they_read
 from gigi.scan._rules.reserves import reservations
 from gigi.scan._rules.retries import waits_for_what_they_retry
 from gigi.scan._rules.room import makes_room_when_low
@@ -48,7 +50,9 @@ RULES: tuple[Rule, ...] = (
     objects_through_calls,
     at_the_interface,
     waits_on_what_they_missed,
+    waits_on_what_they_read,
     lock_apis,
+    waits_around_locks,
     reservations,
     pools_of_libraries,
     waits_on_conditions,

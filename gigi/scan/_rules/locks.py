@@ -76,6 +76,9 @@ THROUGH_POINTER = {
     "unlock": ("RELEASE",),
     "release": ("RELEASE",),
 }
+# what a lock function of the code's own does by its name's verb: what a lock method does,
+# and waiting on a lock (``LWLockWaitForVar``: until it is free, or its variable changes)
+VERBS = {**THROUGH_POINTER, "wait": ("WAIT",)}
 
 
 def lock_apis(found: Found) -> Found:
@@ -94,7 +97,7 @@ def lock_apis(found: Found) -> Found:
             continue
         # (a lock function of the code's own whose body the scan has gives its events by
         # what that body does, to the callers its wrappers rule finds)
-        prims = [c for c in work if _kinds(c) and not (_by_name(c) and c.callee in defined)]
+        prims = [c for c in work if lock_kinds(c) and not (_by_name(c) and c.callee in defined)]
         # one call, or one per way of taking the same lock (a try, a timed wait), each on
         # its branch of a test of what the caller handed in
         if not prims or not all(unconditional(fn, c) for c in prims):
@@ -120,30 +123,23 @@ def lock_apis(found: Found) -> Found:
         if any(_by_name(c) for c in prims) and (len(said) > 1 or steps):
             continue
         # (a loop that walks a table of locks takes or gives back each: no retry)
-        if any(c.loops and not _walked(fn, c) and not _retries_on_interrupt(fn, c) for c in prims):
+        if any(c.loops and not _walked(fn, c) and not retries_on_interrupt(fn, c) for c in prims):
             continue
-        locks = {_lock_of(fn, c) for c in prims}
-        gives = {"RELEASE" in _kinds(c) for c in prims}
+        locks = {lock_of(fn, c) for c in prims}
+        gives = {"RELEASE" in lock_kinds(c) for c in prims}
         if len(locks) != 1 or len(gives) != 1:
             continue
         (lock,) = locks
         call = prims[0]
-        primitive = _primitive(call)
         record, _, member = lock.partition(".")
         if not lock or member and not touched.get(record, set()) - {member}:
             continue
         if lock not in found.by_name and lock not in guesses:
-            sharing = "shared" if "rwlock" in primitive else "exclusive"
-            if primitive.startswith("sem"):
-                sharing = "pool"
-            unit = "units" if sharing == "pool" else "locks"  # a semaphore's, or a lock's
-            guesses[lock] = found_by(
-                lock, fn, sharing, unit, f"handed out by {fn.name} through {call.callee}"
-            )
+            guesses[lock] = lock_found(lock, fn, call, f"handed out by {fn.name}")
         # a site at each call: a lock given back on either branch (one of all the table's,
         # or the one held) is given back whichever runs
         for call in prims:
-            for kind in _kinds(call):
+            for kind in lock_kinds(call):
                 why = f"its job is {call.callee} on {lock}"
                 c = Candidate(fn.file, fn.name, call.line, kind, lock, "", "1", "heuristic", why)
                 out.append(Site(c, True, f"verified: {why}"))
@@ -155,7 +151,17 @@ def lock_apis(found: Found) -> Found:
     )
 
 
-def _lock_of(fn, call) -> str:
+def lock_found(lock: str, fn, call, how: str) -> ResourceGuess:
+    """The lock LOCK as a resource, found by what FN's CALL does to it (HOW)."""
+    primitive = _primitive(call)
+    sharing = "shared" if "rwlock" in primitive else "exclusive"
+    if primitive.startswith("sem"):
+        sharing = "pool"
+    unit = "units" if sharing == "pool" else "locks"  # a semaphore's, or a lock's
+    return found_by(lock, fn, sharing, unit, f"{how} through {call.callee}")
+
+
+def lock_of(fn, call) -> str:
     """The lock CALL is handed: its first argument's; through a function pointer or a lock
     macro of the code's own, the first argument that names one (``lock(mode,
     base->th_base_lock)``, ``HA_SPIN_LOCK(QUEUE_LOCK, &p->queue->lock)``)."""
@@ -183,7 +189,7 @@ def _primitive(call) -> str:
     # a lock macro of the code's own built on no platform call (atomics: HA_SPIN_LOCK), or a
     # lock function of its own (LWLockAcquire), by what its name says it does (``_verb``)
     named = call.expands or call.own
-    return call.callee if named and _verb(call.callee) in THROUGH_POINTER else ""
+    return call.callee if named and _verb(call.callee) in VERBS else ""
 
 
 def _by_name(call) -> bool:
@@ -200,8 +206,8 @@ def _verb(name: str) -> str:
 
     >>> [_verb(n) for n in ("LWLockAcquire", "LWLockReleaseClearVar", "ha_spin_lock")]
     ['acquire', 'release', 'lock']
-    >>> _verb("LWLockUpdateVar"), _verb("UnlockBufHdr")
-    ('', 'unlock')
+    >>> _verb("LWLockUpdateVar"), _verb("UnlockBufHdr"), _verb("LWLockWaitForVar")
+    ('', 'unlock', 'wait')
     """
     words = [w.lower() for w in _words(name)]
     at = next((i for i, w in enumerate(words) if LOCK_WORD.fullmatch(w)), None)
@@ -210,7 +216,7 @@ def _verb(name: str) -> str:
     after = words[at + 1 :]
     if set(after) & LOCK_CHORES:
         return ""
-    return next((w for w in after if w in THROUGH_POINTER), words[at])
+    return next((w for w in after if w in VERBS), words[at])
 
 
 def _lock_flag(a) -> bool:
@@ -234,14 +240,14 @@ def _walked(fn, call) -> bool:
     return bool(around) and all(walks(fn, lp) for lp in around)
 
 
-def _kinds(call) -> tuple[str, ...]:
+def lock_kinds(call) -> tuple[str, ...]:
     """What CALL does to the lock it is handed, by the primitive it is (and, for one that
     takes or gives back by an argument, by that argument); () for no lock call."""
     primitive = _primitive(call)
     if call.indirect:
         return THROUGH_POINTER.get(primitive.lower(), ())
     if _by_name(call):
-        return THROUGH_POINTER.get(_verb(primitive), ())  # a lock macro, by its name
+        return VERBS.get(_verb(primitive), ())  # a lock macro, by its name
     if primitive in LOCK_PRIMITIVES:
         return LOCK_PRIMITIVES[primitive]
     if primitive not in BY_ARGUMENT:
@@ -258,7 +264,7 @@ def _kinds(call) -> tuple[str, ...]:
     return ("WAIT", "ACQUIRE") if primitive == "semtimedop" else ("ACQUIRE",)
 
 
-def _retries_on_interrupt(fn, call) -> bool:
+def retries_on_interrupt(fn, call) -> bool:
     """Whether the loops around CALL only retry it when a signal interrupted it
     (``do r = sem_wait(sem); while (r == -1 && errno == EINTR)``): no wait of its own."""
     around = _around(fn, call)
