@@ -3643,3 +3643,77 @@ def test_a_list_s_head_set_to_the_removed_node_s_link_links_nothing_in(tmp_path)
     assert [a.target for a in removed.pops] == ["outnet.reuse_first", "outnet.reuse_last"]
     pushed = queue_moves(fns["reuse_list_push"], {"outnet", "stream"}, queues, set())
     assert "outnet.reuse_first" in [a.target for a in pushed.pushes], pushed
+
+
+GROWABLE = """
+#include <pthread.h>
+#include <string.h>
+typedef struct pool pool;
+extern void *palloc(pool *p, unsigned long size);
+/* a growable array of fixed-size elements, carved from a pool */
+typedef struct array_header {
+    pool *pool;
+    int elt_size;
+    int nelts;
+    int nalloc;
+    char *elts;
+} array_header;
+
+/* the next slot: the array doubled first when full */
+void *array_push(array_header *arr)
+{
+    if (arr->nelts == arr->nalloc) {
+        int new_size = (arr->nalloc <= 0) ? 1 : arr->nalloc * 2;
+        char *new_data = palloc(arr->pool, arr->elt_size * new_size);
+        memcpy(new_data, arr->elts, arr->nalloc * arr->elt_size);
+        arr->elts = new_data;
+        arr->nalloc = new_size;
+    }
+    ++arr->nelts;
+    return arr->elts + (arr->elt_size * (arr->nelts - 1));
+}
+
+/* every slot given back, the storage kept */
+void array_clear(array_header *arr)
+{
+    arr->nelts = 0;
+}
+
+/* a string buffer, in samples and elsewhere */
+struct chunk { unsigned long size; char *area; unsigned long data; };
+struct sample { int type; struct chunk str; };
+struct proxy { int id; struct chunk name; };
+
+/* a new string at the end of a chunk: it hands out its bytes */
+char *chunk_newstr(struct chunk *chk)
+{
+    if (chk->data + 1 >= chk->size)
+        return 0;
+    chk->area[chk->data++] = 0;
+    return chk->area + chk->data;
+}
+
+/* a sample padded up to a key's size: its data raised, nothing given back */
+int sample_pad(struct sample *smp, unsigned long key_size)
+{
+    if (smp->str.data < key_size) {
+        memset(smp->str.area + smp->str.data, 0, key_size - smp->str.data);
+        smp->str.data = key_size;
+    }
+    return smp->type;
+}
+"""
+
+
+def test_a_growable_array_hands_out_its_next_slot(tmp_path):
+    """A record whose function tests a count against another of its members, raises it and
+    returns an address made of it hands out slots (an arena's next block, returned
+    directly): the push ACQUIREs (and WAITs where it grows), a clear gives every slot back.
+    A position raised to what a test around it compared it with gives nothing back."""
+    r, got = _sites_by(tmp_path, "array.c", GROWABLE, r"")
+    assert {(f, k) for f, k, res in got if res == "array_header"} == {
+        ("array_push", "ACQUIRE"),
+        ("array_push", "WAIT"),
+        ("array_clear", "RELEASE"),
+    }, got
+    assert ("sample_pad", "RELEASE") not in {(f, k) for f, k, _ in got}, got

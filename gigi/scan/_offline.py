@@ -671,17 +671,30 @@ def locals_read(fn: Function) -> dict[str, set[str]]:
 def bumps(fn: Function, mine: set[str]) -> list:
     """Allocations from an arena: a position the resource keeps moved past what the function
     hands out, which was read from it (``m = p->d.last; p->d.last = m + size; return m``;
-    ``ret = &pool->memory[pool->pos]; pool->pos += n``; from the far end, ``end -= n``)."""
+    ``ret = &pool->memory[pool->pos]; pool->pos += n``; from the far end, ``end -= n``; a
+    growable array's next slot)."""
     if "*" not in fn.return_type:
         return []  # an arena hands out addresses, not a count or an id it moved on
     read = locals_read(fn)
     returned = {s for _, srcs, _ in fn.returns for s in srcs}
+    tested = {
+        m
+        for b in fn.branches
+        if COMPARES.search(b.cond)
+        for m in b.cond_members
+        if any(o != m and o.split(".")[0] == m.split(".")[0] for o in b.cond_members)
+    }
     out = []
     for a in fn.assigns:
         if not _member_of(a.target, mine):
             continue
         moved = a.op in ("+=", "-=") or a.op == "=" and "+" in a.text.split("=", 1)[-1]
-        if moved and any(a.target in read.get(x, ()) for x in returned):
+        # read by a local handed out, or by the returned address itself where the function
+        # also tests it against another of the record's members: a growable array's next
+        # slot (``if (arr->nelts == arr->nalloc) grow; ++arr->nelts; return arr->elts +
+        # arr->elt_size * (arr->nelts - 1)``)
+        direct = a.target in returned and a.target in tested
+        if moved and (direct or any(a.target in read.get(x, ()) for x in returned)):
             out.append(a)
     return out
 
@@ -1939,6 +1952,12 @@ def set_back(fn: Function, positions: list[str]) -> list:
     out = []
     for a in fn.assigns:
         if a.op != "=" or a.target not in positions or root(a.target_base) in made:
+            continue
+        # (set to what a test around it compared the position with: raised to a size, or
+        # clamped, ``if (b->data < t->key_size) ... b->data = t->key_size``)
+        where, _, value = (x.strip() for x in a.text.partition("="))
+        tests = [b.cond for b in fn.branches if (b.if_id, b.side) in a.path]
+        if value and any(where in cond and value in cond for cond in tests):
             continue
         derived = set(a.sources).union(*(read.get(x, set()) for x in a.sources))
         if a.target not in derived:
