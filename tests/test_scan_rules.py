@@ -2130,3 +2130,79 @@ def test_a_wait_loop_waits_for_the_resource_its_condition_reads(tmp_path):
     gained, lost = _difference(tmp_path, {"wal.c": LOG_READ}, "waits_on_what_they_read")
     assert {(f, k, r) for f, k, r, _ in gained} == {("advance_buffers", "WAIT", "log_ctl")}
     assert {(f, k, r) for f, k, r, _ in lost} == {("advance_buffers", "WAIT", "wal_c")}
+
+
+WRITTEN_OUT = """
+#include <pthread.h>
+#include <unistd.h>
+/* a page of the log's buffers */
+typedef struct log_page { unsigned long end; char data[8192]; } log_page;
+
+/* the log's shared state: its pages, how far they are filled, and how far written out */
+typedef struct log_ctl {
+    pthread_mutex_t lock;
+    pthread_cond_t written;
+    unsigned long insert_upto;
+    unsigned long written_upto;
+    unsigned long n_pages;
+    unsigned long max_pages;
+    unsigned long last_switch;
+    log_page *pages;
+} log_ctl;
+
+static log_ctl *ctl;
+static int log_fd = -1;
+
+/* wait until the log is written out up to upto: room for new pages */
+void log_wait_written(unsigned long upto)
+{
+    pthread_mutex_lock(&ctl->lock);
+    while (ctl->written_upto < upto)
+        pthread_cond_wait(&ctl->written, &ctl->lock);
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* write the filled pages out, then say how far: the waiters' room */
+void log_write(unsigned long upto)
+{
+    unsigned long done = ctl->written_upto;
+    while (done < upto) {
+        log_page *p = &ctl->pages[(done / 8192) % ctl->max_pages];
+        pwrite(log_fd, p->data, 8192, done);
+        done += 8192;
+    }
+    fsync(log_fd);
+    if (done % (8192 * 64) == 0)
+        ctl->last_switch = done;
+    pthread_mutex_lock(&ctl->lock);
+    ctl->written_upto = done;
+    pthread_cond_broadcast(&ctl->written);
+    pthread_mutex_unlock(&ctl->lock);
+}
+
+/* a request to write: nothing went out yet */
+void log_request(unsigned long upto)
+{
+    pthread_mutex_lock(&ctl->lock);
+    ctl->written_upto = upto;
+    pthread_mutex_unlock(&ctl->lock);
+    fsync(log_fd);
+}
+
+/* at start, the log is as far as the file on disk */
+void log_startup(unsigned long end)
+{
+    fsync(log_fd);
+    ctl->written_upto = end;
+}
+"""
+
+
+def test_storing_what_waiters_read_after_writing_out_releases(tmp_path):
+    """A function that writes the log's pages out and then stores how far (the member the
+    waiters for room compare with what they need) gives that room back: a RELEASE at the
+    store. Storing it before anything went out (a request), or at startup, gives nothing
+    back."""
+    gained, lost = _difference(tmp_path, {"wal.c": WRITTEN_OUT}, "published_after_writing")
+    assert {(f, k, r) for f, k, r, _ in gained} == {("log_write", "RELEASE", "log_ctl")}
+    assert lost == set()

@@ -1205,7 +1205,7 @@ ITERATES = re.compile(r"next|iter|step|advance", re.I)
 IO = re.compile(r"(?<!th)read|write|memcpy|memmove|memset|send|recv", re.I)
 
 
-LIFECYCLE = {"open", "close", "create", "destroy", "shutdown", "init", "initialize"}
+LIFECYCLE = {"open", "close", "create", "destroy", "startup", "shutdown", "init", "initialize"}
 
 
 def first_reference(fn: Function, mine: set[str]) -> bool:

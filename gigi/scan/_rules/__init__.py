@@ -31,6 +31,7 @@ from gigi.scan._rules.locks import lock_apis
 from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
 from gigi.scan._rules.objects import objects_through_calls
+from gigi.scan._rules.published import published_after_writing
 from gigi.scan._rules.reads import waits_on_what_they_read
 from gigi.scan._rules.reserves import reservations
 from gigi.scan._rules.retries import waits_for_what_they_retry
@@ -69,6 +70,7 @@ RULES: tuple[Rule, ...] = (
     makes_room_when_low,
     slow_path_callees,
     waits_in_a_callee_first,
+    published_after_writing,
     handed_through_calls,
     uses_within_holds,
 )
