@@ -752,3 +752,51 @@ def test_a_lock_holder_is_named_by_the_statement_that_took_it():
     assert names[m.threads[10].task.task] == "connection 3/test"
     assert "connection 3: SELECT SLEEP(15)" in names.values()  # its statement, as a task
     assert not [n for n in names.values() if n is None or "?@?" in n or "None" in n], names
+
+
+def test_a_lock_whose_statement_was_read_too_early_is_named_when_it_ends():
+    """A poll reads the statements before the locks: the holder's UPDATE began between the
+    two reads, so the poll shows its metadata lock beside the BEGIN before it, and the
+    UPDATE, still running, is in no history yet. The next poll finds it in the history
+    (the holder has gone on to SELECT SLEEP(15)) and names the holder's transaction by it,
+    not by the SLEEP it runs when a waiter comes."""
+    from gigi.record._mariadb_model import Model, Poll
+
+    holder, waiter = _connection(10, 3), _connection(11, 4)
+    begin = {"THREAD_ID": 10, "EVENT_ID": 4, "END_EVENT_ID": 5, "SQL_TEXT": "BEGIN"}
+    update = {
+        "THREAD_ID": 10,
+        "EVENT_ID": 7,
+        "END_EVENT_ID": 10,
+        "NESTING_EVENT_ID": 5,
+        "SQL_TEXT": "UPDATE t SET v = 1 WHERE id = 1",
+    }
+    active = {"THREAD_ID": 10, "EVENT_ID": 5, "STATE": "ACTIVE", "TIMER_START": None}
+    m = Model(own_thread=1)
+    first = Poll(0, 10, [begin], [active], [_mdl(10, 0xA, "SHARED_WRITE", event=8)], [holder])
+    assert m.history_wanted(first) == {10: {8}}
+    first.history = {10: [begin]}  # the UPDATE still runs: not in the history yet
+    m.add(first)
+    sleep = {"THREAD_ID": 10, "EVENT_ID": 12, "END_EVENT_ID": None, "SQL_TEXT": "SELECT SLEEP(15)"}
+    waiting = {
+        "THREAD_ID": 11,
+        "EVENT_ID": 7,
+        "END_EVENT_ID": None,
+        "SQL_TEXT": "UPDATE t SET v = 2",
+    }
+    second = Poll(
+        20,
+        30,
+        [sleep, waiting],
+        [active, {**active, "THREAD_ID": 11}],
+        [_mdl(10, 0xA, "SHARED_WRITE", event=8), _mdl(11, 0xB, "SHARED_WRITE", event=8)],
+        [holder, waiter],
+        row_waits=[(11, 10, "`test`.`t` PRIMARY 1", None, None, "X")],
+    )
+    # asked for again (its statement is not known yet): the poll carries what was asked for
+    second.history = {t: [begin, update] for t in m.history_wanted(second)}
+    m.add(second)
+    m.finish(40)
+    _, tasks, _ = m.take()
+    names = {t["task"]: t["name"] for t in tasks}
+    assert names[m.threads[10].txn.task.task] == "connection 3: UPDATE t SET v = 1 WHERE id = 1"

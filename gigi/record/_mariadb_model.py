@@ -263,6 +263,7 @@ class _Hold:
     acquired: int  # ts of its ACQUIRE
     took: str | None  # the statement that took it
     tickets: int = 1
+    row: str | None = None  # a row lock's name (schema/table/index/row)
 
 
 @dataclass
@@ -443,9 +444,9 @@ class Model:
 
     def history_wanted(self, poll: Poll) -> dict[int, set[int]]:
         """Threads whose statement history the poll should carry, and the lock owners' events
-        to find in it: those of metadata locks seen for the first time whose owning statement
-        is not the thread's current one (it ended between two polls: the transaction went on
-        to another)."""
+        to find in it: those of metadata locks seen for the first time, or whose statement is
+        not known yet, whose owning statement is not the thread's current one (it ended
+        between two polls: the transaction went on to another)."""
         statements = {s["THREAD_ID"]: s for s in poll.statements}
         want: dict[int, set[int]] = {}
         for r in poll.metadata_locks:
@@ -453,7 +454,8 @@ class Model:
             if tid is None or tid == self.own_thread or event is None:
                 continue
             key = (r["OBJECT_INSTANCE_BEGIN"], tid, r["LOCK_TYPE"], r["LOCK_STATUS"])
-            if key in self.mdl_tickets or key in self.mdl_waiting:
+            ticket = self.mdl_tickets.get(key)
+            if (ticket is not None and ticket.took is not None) or key in self.mdl_waiting:
                 continue
             s = statements.get(tid)
             if s is None or not covers(s, event):
@@ -689,6 +691,9 @@ class Model:
         # new tickets: granted ones join (or open) their task's hold; pending ones wait
         acquires = []  # [ts, resource, object, task, None, wait or None, site, Task, thread]
         for key, (r, base, obj, exclusive, name) in present.items():
+            ticket = self.mdl_tickets.get(key)
+            if ticket is not None and ticket.took is None:
+                self._took_late(ticket, r, statements, poll.history)
             if key in self.mdl_tickets or key in self.mdl_waiting:
                 continue
             tid = r["OWNER_THREAD_ID"]
@@ -762,6 +767,25 @@ class Model:
                 self._event(w.start, WAIT, w.resource, task, thread, w.object, ts - w.start, w.site)
             self.holds[(task_id, resource, obj)].acquired = ts
             self._event(ts, ACQUIRE, resource, task, thread, obj, site=site)
+
+    def _took_late(self, ticket: _Ticket, r: dict, statements, history) -> None:
+        """The statement that took a granted ticket, found in a later poll than the ticket
+        was: a poll reads the statements before the locks, so a statement that began between
+        the two reads and still ran when the history was read is in neither. Its hold, and
+        its transaction's first lock, are named by it then."""
+        took = self._statement_of(ticket.thread, r["OWNER_EVENT_ID"], statements, history)
+        if took is None:
+            return
+        ticket.took = took
+        hold = self.holds.get(ticket.hold)
+        if hold is not None and hold.took is None:
+            hold.took = took
+        txn = self.txns.get(ticket.hold[0])
+        if txn is not None and txn.took_first is None:
+            txn.took_first = took
+        for (tid, _, _), row in self.row_held.items():  # its row locks on the same table
+            if tid == ticket.thread and row.took is None and row.row is not None:
+                row.took = self._row_took(tid, row.row)
 
     def _stale_grants(self, present: dict) -> list[tuple]:
         """The GRANTED rows of an exclusive lock that one poll shows held by two threads.
@@ -862,7 +886,7 @@ class Model:
             if th.txn is not None and th.txn.took_first is None:
                 th.txn.took_first = took
             self._event(ts, ACQUIRE, resource, task, th.os_thread, obj)
-            self.row_held[(tid, resource, obj)] = _Hold(task.task, th.os_thread, ts, took)
+            self.row_held[(tid, resource, obj)] = _Hold(task.task, th.os_thread, ts, took, row=name)
 
     def _waited_for(self) -> None:
         """Transactions holding what an open wait waits for are named by the statement that
