@@ -1507,6 +1507,12 @@ void queue_append(queue *q, const char *data, size_t n) {
         return;
     memcpy(c->mem, data, n);
 }
+/* the same, filled by a copy function of the code's own */
+extern void chunk_copy_string(char *dst, const char *src, size_t n);
+void queue_append_string(queue *q, const char *s, size_t n) {
+    chunk *c = queue_append_chunk(q);
+    chunk_copy_string(c->mem, s, n);
+}
 /* handed on to another function: whose it is then is not this one's to say */
 void queue_append_indexed(queue *q) {
     chunk *c = queue_append_chunk(q);
@@ -1518,8 +1524,16 @@ void queue_append_indexed(queue *q) {
 
 
 def test_a_unit_a_call_links_into_what_it_was_handed_is_kept(tmp_path):
+    """What a call links into the record the caller was handed is the caller's to keep
+    (ACQUIRE) when it only fills it, by a memcpy or a copy function of its own; the data it
+    copies into the unit is its USE."""
     gained, lost = _difference(tmp_path, {"q.c": LINKED_BY_CALLEE}, "handed_through_calls")
-    assert {(f, k) for f, k, _, _ in gained} == {("queue_append", "ACQUIRE")}, gained
+    assert {(f, k) for f, k, _, _ in gained} == {
+        ("queue_append", "ACQUIRE"),
+        ("queue_append", "USE"),
+        ("queue_append_string", "ACQUIRE"),
+        ("queue_append_string", "USE"),
+    }, gained
     assert lost == set()
 
 

@@ -105,8 +105,36 @@ def handed_through_calls(found: Found) -> Found:
                         fn.file, fn.name, call.line, kind, res, obj, "1", "heuristic", why
                     )
                     added.append(Site(c, True, f"verified: {why}"))
+                    # and what it then copies into the unit it keeps, it does with it
+                    filled = _filled(fn, call, obj) if kind == "ACQUIRE" else None
+                    if filled is not None and "USE" not in have:
+                        have.add("USE")
+                        why = f"copies into ({obj}) by {filled.callee} what it keeps"
+                        c = Candidate(
+                            fn.file, fn.name, filled.line, "USE", res, obj, "1", "heuristic", why
+                        )
+                        added.append(Site(c, True, f"verified: {why}"))
                     break
     return replace(found, sites=(*found.sites, *added))
+
+
+# a call that copies data into what it is handed (buffer_copy_string_len(c->mem, ...))
+COPIES = re.compile(r"copy|cpy", re.I)
+
+
+def _filled(fn, call, obj: str):
+    """The call after CALL that reads, writes or copies data into OBJ, what FN keeps of what
+    CALL acquired (``buffer_copy_string_len(c->mem, mem, len)``); None when there is none."""
+    return next(
+        (
+            c
+            for c in fn.calls
+            if c.line > call.line
+            and (IO.search(c.callee) or COPIES.search(c.callee))
+            and any(root(a) == root(obj) for a in c.args)
+        ),
+        None,
+    )
 
 
 def _named(call) -> str:
@@ -196,7 +224,7 @@ def _kept(fn, call, mine: set[str]) -> str:
     )
     # or the call linked it into the record the caller handed in, that it was handed too
     # (c = chunkqueue_append_mem_chunk(cq, n): the chunk is cq's now), and FN works on it
-    # (copies into it) and hands it nowhere else
+    # (reads, writes or copies into it) and hands it nowhere else
     linked = (
         obj in fn.locals
         and "*" in fn.locals[obj]
@@ -206,6 +234,7 @@ def _kept(fn, call, mine: set[str]) -> str:
             and obj in map(root, c.args)
             and c.callee != call.callee
             and not IO.search(c.callee)
+            and not COPIES.search(c.callee)
             for c in fn.calls
         )
     )
