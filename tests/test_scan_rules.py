@@ -1237,14 +1237,16 @@ void cpool_destroy(cpool_t *p, conn_t *c)
 
 
 def test_a_caller_keeping_or_giving_up_a_unit_performs_the_calls_event(tmp_path):
-    """A longer function that keeps in the resource's record what a call acquired takes it,
-    and one whose last word on a unit it was handed is a call that releases it gives it
-    back, both at the call; not one that takes and gives back the unit itself, that goes
-    on using it after, that hands over its parts too, or that tears the resource down
-    (closing what the caller handed in is giving it back)."""
+    """A longer function that keeps in the resource's record what a call acquired takes it
+    (and uses it where it then sends through it), and one whose last word on a unit it was
+    handed is a call that releases it gives it back, both at the call; not one that takes
+    and gives back the unit itself, that goes on using it after, that hands over its parts
+    too, or that tears the resource down (closing what the caller handed in is giving it
+    back)."""
     gained, lost = _difference(tmp_path, {"pool.c": CONN_POOL}, "handed_through_calls")
     assert {(f, k, o) for f, k, _, o in gained} == {
         ("cpool_start", "ACQUIRE", "c"),
+        ("cpool_start", "USE", "c"),  # the request sent on the connection it keeps
         ("cpool_finish", "RELEASE", "c"),
         ("cpool_close", "RELEASE", "c"),
     }, gained

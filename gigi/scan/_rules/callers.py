@@ -105,11 +105,12 @@ def handed_through_calls(found: Found) -> Found:
                         fn.file, fn.name, call.line, kind, res, obj, "1", "heuristic", why
                     )
                     added.append(Site(c, True, f"verified: {why}"))
-                    # and what it then copies into the unit it keeps, it does with it
+                    # and what it then reads, writes or copies through the unit it keeps, it
+                    # does with it
                     filled = _filled(fn, call, obj) if kind == "ACQUIRE" else None
                     if filled is not None and "USE" not in have:
                         have.add("USE")
-                        why = f"copies into ({obj}) by {filled.callee} what it keeps"
+                        why = f"works through ({obj}), what it keeps, by {filled.callee}"
                         c = Candidate(
                             fn.file, fn.name, filled.line, "USE", res, obj, "1", "heuristic", why
                         )
@@ -123,8 +124,9 @@ COPIES = re.compile(r"copy|cpy", re.I)
 
 
 def _filled(fn, call, obj: str):
-    """The call after CALL that reads, writes or copies data into OBJ, what FN keeps of what
-    CALL acquired (``buffer_copy_string_len(c->mem, mem, len)``); None when there is none."""
+    """The call after CALL that reads or writes through OBJ, what FN keeps of what CALL
+    acquired, or copies data into it (``buffer_copy_string_len(c->mem, mem, len)``,
+    ``send_all(c->fd, req, n)``); None when there is none."""
     return next(
         (
             c
