@@ -1515,6 +1515,13 @@ void queue_append_string(queue *q, const char *s, size_t n) {
     chunk *c = queue_append_chunk(q);
     chunk_copy_string(c->mem, s, n);
 }
+/* the same through a macro, on the queue inside the record it was handed */
+typedef struct table { queue a; int n_added; } table;
+#define table_push(t) queue_append_chunk(&(t)->a)
+void table_add(table *t, char first) {
+    chunk *c = table_push(t);
+    c->mem[0] = first;
+}
 /* handed on to another function: whose it is then is not this one's to say */
 void queue_append_indexed(queue *q) {
     chunk *c = queue_append_chunk(q);
@@ -1527,14 +1534,16 @@ void queue_append_indexed(queue *q) {
 
 def test_a_unit_a_call_links_into_what_it_was_handed_is_kept(tmp_path):
     """What a call links into the record the caller was handed is the caller's to keep
-    (ACQUIRE) when it only fills it, by a memcpy or a copy function of its own; the data it
-    copies into the unit is its USE."""
+    (ACQUIRE) when it only fills it, by a memcpy or a copy function of its own (the data it
+    copies into the unit is its USE), or sets it up; the record handed on may be a member
+    of the caller's, through a macro that hides the call's arguments."""
     gained, lost = _difference(tmp_path, {"q.c": LINKED_BY_CALLEE}, "handed_through_calls")
     assert {(f, k) for f, k, _, _ in gained} == {
         ("queue_append", "ACQUIRE"),
         ("queue_append", "USE"),
         ("queue_append_string", "ACQUIRE"),
         ("queue_append_string", "USE"),
+        ("table_add", "ACQUIRE"),
     }, gained
     assert lost == set()
 

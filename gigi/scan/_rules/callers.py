@@ -108,8 +108,9 @@ def handed_through_calls(found: Found) -> Found:
                     # and what it then reads, writes or copies through the unit it keeps, it
                     # does with it
                     filled = _filled(fn, call, obj) if kind == "ACQUIRE" else None
-                    if filled is not None and "USE" not in have:
-                        have.add("USE")
+                    used = events.setdefault(fn.name, {}).setdefault("USE", set())
+                    if filled is not None and res not in used:
+                        used.add(res)
                         why = f"works through ({obj}), what it keeps, by {filled.callee}"
                         c = Candidate(
                             fn.file, fn.name, filled.line, "USE", res, obj, "1", "heuristic", why
@@ -230,7 +231,9 @@ def _kept(fn, call, mine: set[str]) -> str:
     linked = (
         obj in fn.locals
         and "*" in fn.locals[obj]
-        and any("*" in typed.get(bare(a), "") for a in call.args)
+        # (what it was handed, spelt in the call, or read by the value where a macro hid the
+        # call's arguments: elts = table_push(t))
+        and any("*" in typed.get(x, "") for x in [*map(root, call.args), *into[0].sources])
         and not any(
             c is not call
             and obj in map(root, c.args)
