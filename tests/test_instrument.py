@@ -109,14 +109,27 @@ def test_every_site_is_placed_and_the_rest_is_byte_identical(probed):
 
 
 def test_the_instrumented_corpus_compiles_for_every_site_kind(probed, tmp_path):
+    """With no warning of the probes' making, under the warnings a real build turns on
+    (PostgreSQL's -Wdeclaration-after-statement, in every file that includes the header)."""
     _, src = probed
     for f in sorted(src.iterdir()):
         if f.suffix not in (".c", ".cc"):
             continue
         cc = native.compiler() if f.suffix == ".c" else "c++"
         std = "-std=c11" if f.suffix == ".c" else "-std=c++17"
+        strict = ["-Wdeclaration-after-statement"] if f.suffix == ".c" else []
         out = subprocess.run(
-            [cc, std, "-Wall", *native.cflags(), "-c", str(f), "-o", str(tmp_path / "x.o")],
+            [
+                cc,
+                std,
+                "-Wall",
+                *strict,
+                *native.cflags(),
+                "-c",
+                str(f),
+                "-o",
+                str(tmp_path / "x.o"),
+            ],
             capture_output=True,
             text=True,
         )

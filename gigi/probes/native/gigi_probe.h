@@ -196,9 +196,12 @@ static inline void gigi_wait_cleanup(int64_t *token) { gigi_wait_end(*token); }
 extern GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
 extern GIGI_TLS_IE int gigi_nscopes_;
 /* A token is the scope's depth + 1 (0: not tracked). */
+/* (declarations first in each: a build with -Wdeclaration-after-statement, PostgreSQL's,
+ * includes this header in every file it instruments) */
 static inline int gigi_scope_enter(int32_t rid, int kind) {
+    int n;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
-    int n = gigi_nscopes_;
+    n = gigi_nscopes_;
     if (n >= GIGI_MAX_SCOPES || rid < 0) return 0;
     gigi_scopes_[n] = ((rid << 2) | (kind & 3)) + 1;
     gigi_nscopes_ = n + 1;
@@ -211,10 +214,12 @@ static inline void gigi_scope_leave(int *token) {
 /* Whether the event of the scope `token` is to be recorded: tracing is on and no caller has
  * the same scope open (token 0: no scope was opened; recorded). */
 static inline int gigi_scope_outermost(int token) {
+    int32_t key;
+    int i;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
     if (token < 1 || token > gigi_nscopes_) return 1;
-    int32_t key = gigi_scopes_[token - 1];
-    for (int i = 0; i < token - 1; i++)
+    key = gigi_scopes_[token - 1];
+    for (i = 0; i < token - 1; i++)
         if (gigi_scopes_[i] == key) return 0;
     return 1;
 }
@@ -222,10 +227,12 @@ static inline int gigi_scope_outermost(int token) {
 /* Whether no caller has a scope of this kind on this resource open: the check of a probe
  * whose function opens no scope of its own (it calls no function with such a site). */
 static inline int gigi_scope_free(int32_t rid, int kind) {
+    int32_t key;
+    int n, i;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
-    int32_t key = ((rid << 2) | (kind & 3)) + 1;
-    int n = gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES;
-    for (int i = 0; i < n; i++)
+    key = ((rid << 2) | (kind & 3)) + 1;
+    n = gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES;
+    for (i = 0; i < n; i++)
         if (gigi_scopes_[i] == key) return 0;
     return 1;
 }
