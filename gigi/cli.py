@@ -885,8 +885,21 @@ def detectors_list(
             typer.echo(f"    param {p.name} = {p.default:g}: {p.doc}")
 
 
+# what a program built with the runtime reads from its environment when it starts
+PROBES_ENVIRONMENT = """\b
+A program built with the runtime records only when it starts with GIGI_TRACE set:
+  GIGI_TRACE=DIR          write the trace (Arrow IPC segments) into DIR
+  GIGI_TRACE_ID=ID        the trace's id (default: made from the host, pid and time)
+  GIGI_INTERVAL_MS=N      how often the writer drains the rings (200)
+  GIGI_RING_RECORDS=N     each thread's ring, in 64-byte records (16384)
+  GIGI_BLOCK_MS=N         how long a full ring waits for the writer before it drops an
+                          event (0: never waits; negative: as long as the writer runs)
+  GIGI_SAMPLE=name=N,...  keep one event in N of a resource
+  GIGI_CLOCK=monotonic    stamp with clock_gettime instead of the TSC"""
+
 probes_app = typer.Typer(
     help="The native probe runtime for C and C++ programs.",
+    epilog=PROBES_ENVIRONMENT,
     no_args_is_help=True,
     rich_markup_mode=None,
 )

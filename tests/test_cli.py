@@ -160,3 +160,15 @@ def test_readme_cli_reference_is_current():
     assert _cli_reference.reference() in readme, (
         "README.md is out of date: run python -m gigi._cli_reference --write"
     )
+
+
+def test_probes_help_names_every_variable_the_runtime_reads():
+    """A program built with the native runtime is set up by its environment alone: every
+    variable the runtime reads is said, with what it does, in ``gigi-query probes --help``."""
+    import re
+
+    source = (ROOT / "gigi" / "probes" / "native" / "gigi_probe.c").read_text()
+    read = set(re.findall(r'getenv\("(GIGI_\w+)"\)', source))
+    assert {"GIGI_TRACE", "GIGI_SAMPLE"} <= read
+    text = _cli_reference.help_text(["probes"])
+    assert not {v for v in read if v + "=" not in text}, text
