@@ -221,6 +221,20 @@ def test_events_carry_real_thread_ids(program, tmp_path):
     assert len(threads) == 4 and int(pid) not in threads and all(t > 0 for t in threads)
 
 
+def test_a_threads_task_is_named_by_what_the_thread_is_called(program, tmp_path):
+    """A thread's own task carries the thread's name (a pool's worker-3, a server's process
+    title's program) beside its id, not a bare "thread 4711": the process of a server that
+    forks one per connection says what it is."""
+    trace = tmp_path / "trace"
+    run(program, trace, "threads", "10")
+    manifest = ingest(trace, tmp_path / "store")
+    con = connect(tmp_path / "store" / manifest.trace_id)
+    threads = {t for (t,) in rows(con, "SELECT DISTINCT thread FROM events")}
+    names = {n for (n,) in rows(con, "SELECT name FROM tasks WHERE name LIKE 'worker-%'")}
+    assert len(names) == 4 and {int(n.split()[1]) for n in names} == threads, names
+    assert {n.split()[0] for n in names} == {f"worker-{k}" for k in range(4)}
+
+
 def test_validation_removes_planted_false_candidates_and_keeps_true_ones(program, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq

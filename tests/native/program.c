@@ -77,6 +77,9 @@ static void planted(void) {
 
 static void *thread_main(void *arg) {
     long k = (long)arg;
+    char name[16];
+    snprintf(name, sizeof name, "worker-%ld", k);
+    pthread_setname_np(pthread_self(), name);
     requests(k * n, n);
     return NULL;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -261,8 +262,11 @@ static ring_t *ring_new(void) {
     r->mask = g.ring_records - 1;
     r->thread = (int64_t)syscall(SYS_gettid);
     r->implicit_task = new_task_id();
-    char name[64];
-    snprintf(name, sizeof name, "thread %lld", (long long)r->thread);
+    /* named by what the thread is called (a server's process title's program, a pool's
+     * thread name): "postgres 20181", "worker-3 4711"; a thread with none, "thread 4711" */
+    char comm[17] = "", name[64];
+    if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0 || !comm[0]) snprintf(comm, sizeof comm, "thread");
+    snprintf(name, sizeof name, "%s %lld", comm, (long long)r->thread);
     task_row((task_row_t){.task = r->implicit_task, .name = strdup(name), .start = stamp(),
                           .has_start = 1});
     pthread_mutex_lock(&g.lock);
