@@ -15,6 +15,13 @@ Only the main thread receives signals in Python, so elsewhere ``deferred()`` doe
 exception it ends with. A signal that arrives inside the import machinery (where an exception
 in a lock's callback is printed and dropped, and a module is left half-imported) is delivered
 a few milliseconds later instead, once the import is done.
+
+Python runs a signal's handler only between two bytecodes of the main thread: while a DuckDB
+query runs there (a diagnosis's join over a large trace, minutes), nothing happens until it
+returns. So ``handling()`` also watches for the signals from a thread of its own (through
+``signal.set_wakeup_fd``) and interrupts the queries of every connection ``interruptible()``
+named, outside ``deferred()`` steps; the query then ends at once with DuckDB's own error,
+and the handler raises as usual.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import os
 import secrets
 import signal
 import threading
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,6 +48,34 @@ class Terminated(KeyboardInterrupt):
 
 received: list[int] = []  # the signals handling() acted on, first first
 _pending: list[int] = []  # held back at an unsafe point
+_queries: weakref.WeakSet = weakref.WeakSet()  # DuckDB connections a signal interrupts
+_deferring = [0]  # how many deferred() steps run now
+
+
+def interruptible(con):
+    """Name a DuckDB connection whose running query SIGINT or SIGTERM stops at once (while
+    ``handling()`` is in charge); returns it."""
+    _queries.add(con)
+    return con
+
+
+def _watch(fd: int) -> None:
+    """The watcher thread: each SIGINT or SIGTERM written to FD interrupts every named
+    connection's query, unless a deferred() step runs; ends when FD's other end closes."""
+    while True:
+        try:
+            got = os.read(fd, 64)
+        except OSError:
+            return
+        if not got:
+            return
+        if _deferring[0] or not any(b in _HELD for b in got):
+            continue
+        for con in list(_queries):
+            try:
+                con.interrupt()
+            except Exception:  # noqa: BLE001, S112 - a connection closed meanwhile
+                continue
 
 
 def _unsafe(frame) -> bool:
@@ -82,6 +118,7 @@ def handling():
     if restore:  # a new command: nothing received yet
         received.clear()
         _pending.clear()
+    watch = _watching() if restore else None
     try:
         yield received
     finally:
@@ -89,6 +126,35 @@ def handling():
             signal.setitimer(signal.ITIMER_REAL, 0)
         for signum, handler in restore.items():
             signal.signal(signum, handler)
+        if watch is not None:
+            watch()
+
+
+def _watching():
+    """Start the watcher thread on a wakeup fd of our own; returns what stops it. Nothing
+    where the program had a wakeup fd already (an event loop's)."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        previous = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        previous = 0
+    if previous != -1:
+        if previous != 0:
+            signal.set_wakeup_fd(previous)
+        os.close(r)
+        os.close(w)
+        return None
+    thread = threading.Thread(target=_watch, args=(r,), name="gigi-signals", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        signal.set_wakeup_fd(-1)
+        os.close(w)  # the watcher reads the end, and returns
+        thread.join(1)
+        os.close(r)
+
+    return stop
 
 
 @contextmanager
@@ -103,9 +169,11 @@ def deferred():
         caught.append((signum, frame))
 
     previous = {s: signal.signal(s, hold) for s in _HELD}
+    _deferring[0] += 1
     try:
         yield
     finally:
+        _deferring[0] -= 1
         for s, handler in previous.items():
             signal.signal(s, handler)
         if caught:

@@ -9,6 +9,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from gigi._interrupts import interruptible
 from gigi.errors import QueryError, did_you_mean
 from gigi.ingest import StoreEntry, locate
 from gigi.queries._docs import SqlDoc, parse
@@ -138,6 +139,7 @@ def connect_bindings(
         shutil.rmtree(spill, ignore_errors=True)
         raise
     weakref.finalize(con, shutil.rmtree, spill, True)
+    interruptible(con)  # a signal stops its query at once, not when the query returns
     con.execute("SET threads = 2")
     if not keep_order:
         con.execute("SET preserve_insertion_order = false")  # big scans and joins spill more
