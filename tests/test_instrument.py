@@ -482,3 +482,73 @@ def test_a_header_with_sites_included_twice_compiles(tmp_path):
     assert strip((out / "pool.h").read_text()) == GUARDED_HEADER
     done = compile_object(out / "main.c", tmp_path / "main.o")
     assert done.returncode == 0, done.stderr
+
+
+SPIN = """
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <time.h>
+
+typedef struct { volatile long lock; volatile long wait; } spin_t;
+/* a shared slab pool, guarded by its spin lock */
+typedef struct slab { spin_t mutex; struct slab_page *free; long n_free; long max_free; } slab_t;
+
+static slab_t slab;
+
+void spin_lock(spin_t *mtx, long me) {
+    for (;;) {
+        if (mtx->lock == 0 && __sync_bool_compare_and_swap(&mtx->lock, 0, me))
+            return;
+        sched_yield();
+    }
+}
+void spin_unlock(spin_t *mtx, long me) { __sync_bool_compare_and_swap(&mtx->lock, me, 0); }
+
+static void *hog(void *arg)
+{
+    (void)arg;
+    struct timespec pause = {0, 50000000};
+    spin_lock(&slab.mutex, 2);
+    nanosleep(&pause, NULL);
+    spin_unlock(&slab.mutex, 2);
+    return NULL;
+}
+
+int main(void)
+{
+    /* a thousand takes nobody contends: no wait; then one behind a 50 ms hold */
+    for (int i = 0; i < 1000; i++) {
+        spin_lock(&slab.mutex, 1);
+        spin_unlock(&slab.mutex, 1);
+    }
+    pthread_t t;
+    pthread_create(&t, NULL, hog, NULL);
+    struct timespec pause = {0, 10000000};
+    nanosleep(&pause, NULL);
+    spin_lock(&slab.mutex, 1);
+    spin_unlock(&slab.mutex, 1);
+    pthread_join(t, NULL);
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_path):
+    """A spin lock's ``for (;;)`` runs its body once on every take: that first pass is the
+    fast path, no wait. A thousand takes nobody contends record no WAIT (a WAIT of a few ns
+    each, the whole trace over); the one behind a 50 ms hold records one, as long as that."""
+    out, report = scan_and_probe(tmp_path, "spin.c", SPIN)
+    how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
+    assert how[("spin_lock", "WAIT")] == "around the loop at line 14"
+    binary = build(tmp_path, "spin", out / "spin.c", flags=("-Wall", "-Werror", "-pthread"))
+    trace, stdout = run_traced(binary, tmp_path)
+    assert stdout == b"done\n"
+    from gigi.queries import connect
+
+    con = connect(trace)
+    waits = con.execute("SELECT dur FROM events WHERE kind = 0 ORDER BY seq").fetchall()
+    takes = con.execute("SELECT count(*) FROM events WHERE kind = 1").fetchone()[0]
+    assert takes == 1002 and len(waits) == 1, (takes, waits)
+    assert waits[0][0] >= 30_000_000  # ns: behind the hog's 50 ms hold

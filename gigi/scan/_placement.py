@@ -109,6 +109,47 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
     return out
 
 
+def _endless(ci, loop) -> bool:
+    """Whether a for or while loop's condition is always true: none (``for (;;)``, ``for (i =
+    0; ; i++)``) or a constant that is not zero (``while (1)``, ``while (true)``)."""
+    if loop.kind not in (ci.CursorKind.FOR_STMT, ci.CursorKind.WHILE_STMT):
+        return False
+    header, depth = [], 0
+    for t in loop.get_tokens():
+        if t.spelling == "(":
+            depth += 1
+            if depth == 1:
+                continue
+        elif t.spelling == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        if depth >= 1:
+            header.append(t.spelling)
+    cond = header
+    if loop.kind == ci.CursorKind.FOR_STMT:  # its condition: between its two semicolons
+        parts, depth = [[]], 0
+        for x in header:
+            depth += x in "([{"
+            depth -= x in ")]}"
+            if x == ";" and depth == 0:
+                parts.append([])
+            else:
+                parts[-1].append(x)
+        if len(parts) != 3:
+            return False
+        cond = parts[1]
+    return not cond or cond in (["true"], ["TRUE"]) or _nonzero(cond)
+
+
+def _nonzero(tokens: list[str]) -> bool:
+    """Whether TOKENS are one integer literal that is not zero (``1``, ``1U``)."""
+    if len(tokens) != 1:
+        return False
+    digits = tokens[0].rstrip("uUlL")
+    return digits.isdigit() and int(digits) != 0
+
+
 def _loop_body(ci, loop):
     children = list(loop.get_children())
     if not children:
@@ -142,8 +183,10 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
         if body is None or body.extent.start.file is None:
             raise Unplaceable(f"the loop at line {loop.line} has no body to mark")
         var = f"gigi_wait_{site}"
-        # a do-while's first pass is the fast path: the wait begins with its second
-        retry = loop.cursor.kind == ci.CursorKind.DO_STMT
+        # the first pass of a loop that always makes one (a do-while, or one whose condition
+        # is always true: a spin lock's for (;;) that breaks once its swap won) is the fast
+        # path: the wait begins with its second
+        retry = loop.cursor.kind == ci.CursorKind.DO_STMT or _endless(ci, loop.cursor)
         passes = f"int gigi_pass_{site} = 0; " if retry else ""
         when = f"!{var} && gigi_pass_{site}++" if retry else f"!{var}"
         begin = f"if ({when}) {var} = gigi_wait_begin({res}, {obj}, {amount}, {site});"
