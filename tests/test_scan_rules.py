@@ -235,6 +235,18 @@ void spin_wakeup(spin_t *mtx) {
     long wait = mtx->wait;
     if (wait > 0) __sync_bool_compare_and_swap(&mtx->wait, wait, wait - 1);
 }
+/* a reader's share of the word given back: the new value lowered first, swapped until
+   the swap wins */
+void spin_read_unlock(spin_t *mtx) {
+    long old = mtx->lock;
+    for (;;) {
+        long now = old;
+        now -= 1;
+        if (__sync_bool_compare_and_swap(&mtx->lock, old, now))
+            break;
+        old = mtx->lock;
+    }
+}
 """
 
 
@@ -388,6 +400,7 @@ def test_a_word_swapped_to_a_value_and_back_is_a_lock(tmp_path):
         ("spin_lock", "ACQUIRE", "spin_t", "mtx"),
         ("spin_lock", "WAIT", "spin_t", "mtx"),  # it yields between swaps
         ("spin_unlock", "RELEASE", "spin_t", "mtx"),
+        ("spin_read_unlock", "RELEASE", "spin_t", "mtx"),  # lowered, not taken
     }
     # taken where the swap won (the return it guards), each event of the lock handed in
     r = scan(tmp_path, jobs=1)

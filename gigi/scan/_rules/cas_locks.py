@@ -1,8 +1,9 @@
 """A lock made of a word a compare-and-swap sets: a function that swaps a member of the lock
 it is handed from a value to a non-zero one (nginx's ``ngx_atomic_cmp_set(mtx->lock, 0,
 ngx_pid)``, a ``compare_exchange`` on ``&lock->state``) takes that lock, one that swaps it
-back to zero (``ngx_atomic_cmp_set(mtx->lock, ngx_pid, 0)``) gives it back, whatever the
-functions and the lock are named. A swap retried in a loop that also sleeps, yields or waits
+back to zero (``ngx_atomic_cmp_set(mtx->lock, ngx_pid, 0)``), or to a value it lowered first
+(a holder's share of the word: a buffer's pin), gives it back, whatever the functions and
+the lock are named. A swap retried in a loop that also sleeps, yields or waits
 is the wait for the lock (a spin, then a semaphore); a swap retried only because the word
 changed meanwhile is not. A function that touches nothing of another resource but the lock
 it holds (the slab pool whose mutex it is) works on the lock: what the recall proposed there
@@ -41,7 +42,7 @@ def locks_by_compare_and_swap(found: Found) -> Found:
             continue
         record = next(iter(words)).split(".", 1)[0]
         holder = swaps[0][2]  # the object: which lock, the one the function is handed
-        directions = {_direction(call) for call, _, _ in swaps}
+        directions = {_direction(fn, call) for call, _, _ in swaps}
         if len(directions) != 1:
             continue
         kind = directions.pop()
@@ -178,13 +179,18 @@ def _counts(call) -> bool:
     return bool(named and re.search(r"[-+]", new))
 
 
-def _direction(call) -> str:
+def _direction(fn, call) -> str:
     """ACQUIRE for a swap to a non-zero value (or a test-and-set), RELEASE for one back to
-    zero."""
+    zero, or to a value the function lowered first (``new = old; new -= BUF_REFCOUNT_ONE;
+    cas(&b->state, &old, new)``: a holder's share of the word given back)."""
     if "test_and_set" in call.callee.lower() or len(call.args) < 3:
         return "ACQUIRE"
-    return "RELEASE" if ZERO.match(call.args[2].strip()) else "ACQUIRE"
+    new = call.args[2].strip()
+    steps = {a.op for a in fn.assigns if a.target == new and a.line < call.line}
+    if new in fn.locals and steps & {"+=", "-="} == {"-="}:
+        return "RELEASE"
+    return "RELEASE" if ZERO.match(new) else "ACQUIRE"
 
 
 def _how(kind: str) -> str:
-    return "to a value of its own: the lock taken" if kind == "ACQUIRE" else "back to zero"
+    return "to a value of its own: the lock taken" if kind == "ACQUIRE" else "back, or lower"
