@@ -15,6 +15,7 @@ import pytest
 from gigi.cli import main as cli
 from gigi.probes import native
 from gigi.scan._instrument import strip
+from tests.test_scan_rules import CAS_LOCK
 
 HERE = Path(__file__).parent
 CORPUS = HERE / "scan_corpus"
@@ -484,26 +485,14 @@ def test_a_header_with_sites_included_twice_compiles(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
-SPIN = """
-#include <pthread.h>
-#include <sched.h>
+# the spin lock of tests/test_scan_rules.py, taken by a program
+SPIN = (
+    CAS_LOCK
+    + """#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 
-typedef struct { volatile long lock; volatile long wait; } spin_t;
-/* a shared slab pool, guarded by its spin lock */
-typedef struct slab { spin_t mutex; struct slab_page *free; long n_free; long max_free; } slab_t;
-
 static slab_t slab;
-
-void spin_lock(spin_t *mtx, long me) {
-    for (;;) {
-        if (mtx->lock == 0 && __sync_bool_compare_and_swap(&mtx->lock, 0, me))
-            return;
-        sched_yield();
-    }
-}
-void spin_unlock(spin_t *mtx, long me) { __sync_bool_compare_and_swap(&mtx->lock, me, 0); }
 
 static void *hog(void *arg)
 {
@@ -533,6 +522,7 @@ int main(void)
     return 0;
 }
 """
+)
 
 
 def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_path):
@@ -541,7 +531,8 @@ def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_pa
     each, the whole trace over); the one behind a 50 ms hold records one, as long as that."""
     out, report = scan_and_probe(tmp_path, "spin.c", SPIN)
     how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
-    assert how[("spin_lock", "WAIT")] == "around the loop at line 14"
+    loop = next(i for i, x in enumerate(SPIN.splitlines(), 1) if "for (;;)" in x)
+    assert how[("spin_lock", "WAIT")] == f"around the loop at line {loop}"
     binary = build(tmp_path, "spin", out / "spin.c", flags=("-Wall", "-Werror", "-pthread"))
     trace, stdout = run_traced(binary, tmp_path)
     assert stdout == b"done\n"
