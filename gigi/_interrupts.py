@@ -21,7 +21,10 @@ query runs there (a diagnosis's join over a large trace, minutes), nothing happe
 returns. So ``handling()`` also watches for the signals from a thread of its own (through
 ``signal.set_wakeup_fd``) and interrupts the queries of every connection ``interruptible()``
 named, outside ``deferred()`` steps; the query then ends at once with DuckDB's own error,
-and the handler raises as usual.
+and the handler raises as usual. Where the main thread is in other C code that does not
+return to Python in time (a numba kernel, an Arrow compute over a large trace), the watcher
+ends the process itself ``GRACE_S`` after the signal: the one line, the atexit work (temp
+stores, spill folders), and the status the signal asks for.
 """
 
 from __future__ import annotations
@@ -59,9 +62,14 @@ def interruptible(con):
     return con
 
 
+GRACE_S = 10.0  # how long the main thread has to act on a signal before the watcher does
+
+
 def _watch(fd: int) -> None:
     """The watcher thread: each SIGINT or SIGTERM written to FD interrupts every named
-    connection's query, unless a deferred() step runs; ends when FD's other end closes."""
+    connection's query, unless a deferred() step runs, and ends the process GRACE_S later
+    where the main thread has not acted on it; returns when FD's other end closes."""
+    forcing = False
     while True:
         try:
             got = os.read(fd, 64)
@@ -69,13 +77,38 @@ def _watch(fd: int) -> None:
             return
         if not got:
             return
-        if _deferring[0] or not any(b in _HELD for b in got):
+        signums = [b for b in got if b in _HELD]
+        if not signums:
             continue
-        for con in list(_queries):
-            try:
-                con.interrupt()
-            except Exception:  # noqa: BLE001, S112 - a connection closed meanwhile
-                continue
+        if not _deferring[0]:
+            for con in list(_queries):
+                try:
+                    con.interrupt()
+                except Exception:  # noqa: BLE001, S112 - a connection closed meanwhile
+                    continue
+        if not forcing:
+            forcing = True
+            threading.Thread(target=_force, args=(signums[0],), daemon=True).start()
+
+
+def _force(signum: int) -> None:
+    """End the process as the CLI would for SIGNUM, unless the main thread acts on a signal
+    (``received`` says so: it is on its way out) within GRACE_S; never while a deferred()
+    step runs."""
+    import atexit
+    import sys
+    import time
+
+    end = time.monotonic() + GRACE_S
+    while time.monotonic() < end or _deferring[0]:
+        if received:
+            return
+        time.sleep(0.05)
+    print("gigi-query: interrupted", file=sys.stderr, flush=True)
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(128 + signum)
 
 
 def _unsafe(frame) -> bool:

@@ -109,6 +109,27 @@ def test_an_interrupt_inside_a_stage(recorded, module, name, signum):
     _ended_cleanly(_start(code=code), signum)
 
 
+_STUCK_IN_C = """
+import hashlib, os, signal, threading
+import gigi.cli
+def stuck(*args, **kwargs):  # the command, in the main thread: SIGTERM comes while in C
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    hashlib.pbkdf2_hmac("sha256", b"x", b"y", 10**9)  # minutes in C, no bytecode run
+gigi.cli.main = stuck
+from gigi._entry import entry
+entry()
+"""
+
+
+def test_a_signal_ends_a_command_stuck_in_other_c_code():
+    """SIGTERM while the main thread is in C code that is no query (a kernel, an Arrow
+    compute) and does not come back to Python for minutes: the watcher ends the command
+    itself, a few seconds on, with the one line, the status and the atexit work."""
+    started = time.monotonic()
+    _ended_cleanly(_start(code=_STUCK_IN_C), signal.SIGTERM)
+    assert time.monotonic() - started < 60, "the command ran on after the signal"
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_a_long_query_at_once(recorded, signum):
     """A query that would run for minutes stops at Ctrl-C or SIGTERM with the one line, not
