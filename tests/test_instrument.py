@@ -543,3 +543,84 @@ def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_pa
     takes = con.execute("SELECT count(*) FROM events WHERE kind = 1").fetchone()[0]
     assert takes == 1002 and len(waits) == 1, (takes, waits)
     assert waits[0][0] >= 30_000_000  # ns: behind the hog's 50 ms hold
+
+
+DECLARED_FIRST = """
+#include <pthread.h>
+#include <stddef.h>
+
+/* a pool of connections: taken from its free list, waited for when none is free */
+typedef struct conn { struct conn *next; int fd; long used; } conn;
+typedef struct conn_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    conn *free;
+    int n_free;
+    int max_conns;
+} conn_pool;
+
+conn *pool_get(conn_pool *p)
+{
+    conn *c;
+    pthread_mutex_lock(&p->lock);
+    while (p->free == NULL) {
+        int woken = 0;
+        pthread_cond_wait(&p->freed, &p->lock);
+        woken++;
+        (void)woken;
+    }
+    c = p->free;
+    p->free = c->next;
+    p->n_free--;
+    pthread_mutex_unlock(&p->lock);
+    return c;
+}
+
+void pool_put(conn_pool *p, conn *c)
+{
+    pthread_mutex_lock(&p->lock);
+    c->next = p->free;
+    p->free = c;
+    p->n_free++;
+    pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* a use of a taken connection, its first line a declaration */
+long conn_send(conn *c, long n)
+{
+    long before = c->used;
+    long after = before + n;
+    c->used = after;
+    return after - before;
+}
+"""
+
+
+def test_a_probe_never_stands_before_a_blocks_declarations(tmp_path):
+    """A build with -Wdeclaration-after-statement (PostgreSQL's) wants no statement before a
+    block's declarations: a wait begun in a loop's body begins after the body's leading
+    declarations, and the instrumented file compiles clean with that warning an error."""
+    out, report = scan_and_probe(tmp_path, "pool.c", DECLARED_FIRST)
+    how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
+    assert how[("pool_get", "WAIT")] == "around the loop at line 19"
+    done = subprocess.run(
+        [
+            native.compiler(),
+            "-std=gnu99",
+            "-Wall",
+            "-Wdeclaration-after-statement",
+            "-Werror",
+            *native.cflags(),
+            "-c",
+            str(out / "pool.c"),
+            "-o",
+            str(tmp_path / "pool.o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    text = (out / "pool.c").read_text()
+    body = text[text.index("int woken = 0;") :]
+    assert body.index("gigi_wait_begin(") > body.index("int woken = 0;")

@@ -64,6 +64,9 @@ class _Stmt:
     line: int
     end_line: int
     in_block: bool  # a child of a compound statement: a probe can stand beside it
+    # in a block, where a statement can go after its leading declarations (C90 and a build
+    # with -Wdeclaration-after-statement want no statement before a declaration); -1: none
+    lead: int = -1
 
 
 def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
@@ -98,15 +101,33 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
     }
 
     def walk(c) -> None:
+        first = len(out)
         for child in c.get_children():
             if c.kind == ci.CursorKind.COMPOUND_STMT:
                 add(child, True)
             elif c.kind in holders and (child.kind.is_statement() or child.kind.is_expression()):
                 add(child, False)
             walk(child)
+        if c.kind == ci.CursorKind.COMPOUND_STMT:
+            mine = [x for x in out[first:] if x.in_block and _directly_in(x, c)]
+            lead = c.extent.start.offset + 1  # just inside its brace
+            for x in mine:
+                if x.cursor.kind != ci.CursorKind.DECL_STMT:
+                    break
+                lead = x.end
+            for x in mine:
+                x.lead = lead
 
     walk(body)
     return out
+
+
+def _directly_in(stmt: _Stmt, block) -> bool:
+    """Whether STMT is a child of the compound statement BLOCK (not nested deeper)."""
+    return any(
+        c.extent.start.offset == stmt.start and c.kind == stmt.cursor.kind
+        for c in block.get_children()
+    )
 
 
 def _endless(ci, loop) -> bool:
@@ -201,7 +222,9 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
         ]
         b0, b1 = body.extent.start.offset, body.extent.end.offset
         if body.kind == ci.CursorKind.COMPOUND_STMT:
-            ins.append((b0 + 1, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}"))
+            # after the body's leading declarations, which no statement may precede
+            lead = next((x.lead for x in stmts if x.in_block and _directly_in(x, body)), b0 + 1)
+            ins.append((lead, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}"))
         else:
             b1 = next((x.end for x in stmts if x.cursor == body), b1)
             ins += [
@@ -250,6 +273,8 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     probe = f"if ({check}{found}) {call};"
     if stmt.in_block:
         at = stmt.end if after else stmt.start
+        if stmt.cursor.kind == ci.CursorKind.DECL_STMT and stmt.start < stmt.lead:
+            at = stmt.lead  # one of the block's leading declarations: after them all
         return (
             f"{'after' if after else 'before'} the statement at line {stmt.line}",
             [(at, 5, f"{MARK_OPEN}{probe}{MARK_CLOSE}")],
