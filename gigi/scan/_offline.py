@@ -1955,9 +1955,10 @@ def set_back(fn: Function, positions: list[str]) -> list:
             continue
         # (set to what a test around it compared the position with: raised to a size, or
         # clamped, ``if (b->data < t->key_size) ... b->data = t->key_size``)
-        where, _, value = (x.strip() for x in a.text.partition("="))
-        tests = [b.cond for b in fn.branches if (b.if_id, b.side) in a.path]
-        if value and any(where in cond and value in cond for cond in tests):
+        # (whole tokens, as the parse spells them with spaces: 0 is not in 10)
+        where, _, value = (f" {x.strip()} " for x in a.text.partition("="))
+        tests = [f" {b.cond} " for b in fn.branches if (b.if_id, b.side) in a.path]
+        if value.strip() and any(where in cond and value in cond for cond in tests):
             continue
         derived = set(a.sources).union(*(read.get(x, set()) for x in a.sources))
         if a.target not in derived:
