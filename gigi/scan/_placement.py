@@ -64,6 +64,7 @@ class _Stmt:
     line: int
     end_line: int
     in_block: bool  # a child of a compound statement: a probe can stand beside it
+    block: int = -1  # that compound statement's first byte (its brace); -1: none
     # in a block, where a statement can go after its leading declarations (C90 and a build
     # with -Wdeclaration-after-statement want no statement before a declaration); -1: none
     lead: int = -1
@@ -74,20 +75,23 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
     out: list[_Stmt] = []
     path = fn.location.file.name
 
-    def add(c, in_block: bool) -> None:
+    def add(c, block: int | None) -> _Stmt | None:
         ext = c.extent
         if ext.start.file is None or ext.start.file.name != path or ext.end.file is None:
-            return  # from a macro or another file: no place to stand in this one
+            return None  # from a macro or another file: no place to stand in this one
         start, end = ext.start.offset, ext.end.offset
         if end <= start:
-            return
+            return None
         if c.kind != ci.CursorKind.COMPOUND_STMT:
             j = end
             while j < len(raw) and raw[j : j + 1] in (b" ", b"\t"):
                 j += 1
             if raw[j : j + 1] == b";":
                 end = j + 1
-        out.append(_Stmt(c, start, end, ext.start.line, ext.end.line, in_block))
+        stmt = _Stmt(c, start, end, ext.start.line, ext.end.line, block is not None)
+        stmt.block = -1 if block is None else block
+        out.append(stmt)
+        return stmt
 
     # statements that hold others without braces: if (x) stmt; while (x) stmt; label: stmt
     holders = {
@@ -101,33 +105,24 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
     }
 
     def walk(c) -> None:
-        first = len(out)
+        mine = []  # the statements of the block C, in order
         for child in c.get_children():
             if c.kind == ci.CursorKind.COMPOUND_STMT:
-                add(child, True)
+                if (stmt := add(child, c.extent.start.offset)) is not None:
+                    mine.append(stmt)
             elif c.kind in holders and (child.kind.is_statement() or child.kind.is_expression()):
-                add(child, False)
+                add(child, None)
             walk(child)
-        if c.kind == ci.CursorKind.COMPOUND_STMT:
-            mine = [x for x in out[first:] if x.in_block and _directly_in(x, c)]
-            lead = c.extent.start.offset + 1  # just inside its brace
-            for x in mine:
-                if x.cursor.kind != ci.CursorKind.DECL_STMT:
-                    break
-                lead = x.end
-            for x in mine:
-                x.lead = lead
+        lead = c.extent.start.offset + 1  # just inside its brace
+        for x in mine:
+            if x.cursor.kind != ci.CursorKind.DECL_STMT:
+                break
+            lead = x.end
+        for x in mine:
+            x.lead = lead
 
     walk(body)
     return out
-
-
-def _directly_in(stmt: _Stmt, block) -> bool:
-    """Whether STMT is a child of the compound statement BLOCK (not nested deeper)."""
-    return any(
-        c.extent.start.offset == stmt.start and c.kind == stmt.cursor.kind
-        for c in block.get_children()
-    )
 
 
 def _endless(ci, loop) -> bool:
@@ -223,7 +218,7 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
         b0, b1 = body.extent.start.offset, body.extent.end.offset
         if body.kind == ci.CursorKind.COMPOUND_STMT:
             # after the body's leading declarations, which no statement may precede
-            lead = next((x.lead for x in stmts if x.in_block and _directly_in(x, body)), b0 + 1)
+            lead = next((x.lead for x in stmts if x.block == b0), b0 + 1)
             ins.append((lead, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}"))
         else:
             b1 = next((x.end for x in stmts if x.cursor == body), b1)

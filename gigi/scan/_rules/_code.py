@@ -35,6 +35,11 @@ ERRNO = "__errno_location"  # errno, as the C library spells it
 C_SCALARS = {"void", "char", "int", "long", "short", "unsigned", "signed", "float", "double"}
 
 
+def loops_around(fn, line: int) -> list:
+    """The loops of FN that enclose LINE, outermost first."""
+    return [lp for lp in fn.loops if lp.line <= line <= lp.end_line]
+
+
 def unconditional(fn, call) -> bool:
     """Whether CALL runs whenever FN does, but for tests of FN's own locals and parameters
     (``if (p)``): a branch on the state of something else, or on what another call

@@ -108,9 +108,9 @@ def handed_through_calls(found: Found) -> Found:
                     # and what it then reads, writes or copies through the unit it keeps, it
                     # does with it
                     filled = _filled(fn, call, obj) if kind == "ACQUIRE" else None
-                    used = events.setdefault(fn.name, {}).setdefault("USE", set())
+                    used = events.get(fn.name, {}).get("USE", set())
                     if filled is not None and res not in used:
-                        used.add(res)
+                        events.setdefault(fn.name, {}).setdefault("USE", set()).add(res)
                         why = f"works through ({obj}), what it keeps, by {filled.callee}"
                         c = Candidate(
                             fn.file, fn.name, filled.line, "USE", res, obj, "1", "heuristic", why

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gigi.scan._offline import Candidate, ResourceGuess, walks
+from gigi.scan._rules._code import loops_around
 from gigi.scan._rules._found import Found, Site
 from gigi.scan._rules.locks import lock_found, lock_kinds, lock_of, retries_on_interrupt
 
@@ -47,8 +48,7 @@ def _retried_by(fn, call):
     """The innermost loop around CALL that does not walk and repeats on what CALL said: its
     condition calls it, or reads a local the call set (its result, or through ``&local``);
     a loop that never ends by itself, a test of the call inside it. None when there is none."""
-    around = [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
-    for lp in sorted(around, key=lambda lp: lp.line, reverse=True):
+    for lp in sorted(loops_around(fn, call.line), key=lambda lp: lp.line, reverse=True):
         if walks(fn, lp):
             continue
         said = {a.target for a in fn.assigns if a.line == call.line and call.callee in a.calls}

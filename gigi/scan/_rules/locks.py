@@ -19,6 +19,7 @@ from gigi.scan._rules._code import (
     bare,
     code_lines,
     found_by,
+    loops_around,
     unconditional,
 )
 from gigi.scan._rules._found import Found, Site
@@ -229,14 +230,9 @@ def _lock_flag(a) -> bool:
 TRUTHS = {"true", "false", "0", "1", "TRUE", "FALSE"}
 
 
-def _around(fn, call) -> list:
-    """The loops of FN that enclose CALL."""
-    return [lp for lp in fn.loops if lp.line <= call.line <= lp.end_line]
-
-
 def _walked(fn, call) -> bool:
     """Whether every loop around CALL walks (a counted for over a table of locks)."""
-    around = _around(fn, call)
+    around = loops_around(fn, call.line)
     return bool(around) and all(walks(fn, lp) for lp in around)
 
 
@@ -267,7 +263,7 @@ def lock_kinds(call) -> tuple[str, ...]:
 def retries_on_interrupt(fn, call) -> bool:
     """Whether the loops around CALL only retry it when a signal interrupted it
     (``do r = sem_wait(sem); while (r == -1 && errno == EINTR)``): no wait of its own."""
-    around = _around(fn, call)
+    around = loops_around(fn, call.line)
     return bool(around) and all(ERRNO in lp.cond_calls for lp in around)
 
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 
 from gigi.scan._offline import Candidate, _words, lifecycle, records_of
+from gigi.scan._rules._code import loops_around
 from gigi.scan._rules._found import Found, Site
 
 # the last word of a call's name that says it writes data out (``pwrite``,
@@ -41,7 +42,7 @@ def published_after_writing(found: Found) -> Found:
         for a in sorted(fn.assigns, key=lambda a: a.line):
             if a.op != "=" or a.path or a.line <= min(out_at):
                 continue
-            if any(lp.line <= a.line <= lp.end_line for lp in fn.loops):
+            if loops_around(fn, a.line):
                 continue  # (a step of work done page by page: a head moved as it goes)
             for resource, members in waited.items():
                 if a.target in members:
