@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -66,7 +68,10 @@ def main() -> None:
         key_obj,
     )
     inputs = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in inputs)
-    spec = importlib.util.spec_from_file_location("baseline_kernel", args.baseline)
+    # a fresh copy: numba cannot load its own cache of a module loaded from a path
+    copy = Path(tempfile.mkdtemp(prefix="blame-baseline-")) / "baseline_kernel.py"
+    shutil.copyfile(args.baseline, copy)
+    spec = importlib.util.spec_from_file_location("baseline_kernel", copy)
     baseline = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(baseline)
     print(f"{waits.start.size:,} waits, {holders.start.size:,} holds, {inputs[0].size:,} points")
@@ -91,6 +96,7 @@ def main() -> None:
     a, b = blame["baseline"], blame["current"]
     worst = max((abs(a[k] - b[k]) for k in a.keys() & b.keys()), default=0.0)
     print(f"same rows: {a.keys() == b.keys()} ({len(a):,}); largest difference {worst:.3g} ns")
+    shutil.rmtree(copy.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gigi.metrics.attribution import Intervals, attribute, attribute_fast
+from gigi.metrics import _attribution_kernel as kernel
+from gigi.metrics.attribution import (
+    MAX_DEPTH,
+    MIN_PASSED,
+    Intervals,
+    attribute,
+    attribute_fast,
+)
 
 
 def iv(rows, waits=False, objects=None):
@@ -48,6 +55,35 @@ def test_blame_passes_down_a_chain_and_adds_up(fn):
     got = totals(fn(waits, holders))
     assert got == {(30, 20, 0, 0): 40, (30, 10, 1, 1): 60, (20, 10, 1, 0): 60}
     assert sum(v for (victim, *_), v in got.items() if victim == 30) == 100  # the raw wait
+
+
+@pytest.mark.parametrize("fn", [attribute, fast_rows])
+def test_holders_waiting_for_one_thing_pass_their_shares_on_together(fn):
+    # 40 readers hold resource 0 while each waits for resource 1, which task 900 holds: the
+    # wait of task 1000 for resource 0 is task 900's doing, though each reader has 1/40 of it.
+    readers = range(1, 41)
+    waits = iv([(0, 1000, 0, 100, 1)] + [(1, r, 0, 100, 1) for r in readers], waits=True)
+    holders = iv([(0, r, 0, 100, 1) for r in readers] + [(1, 900, 0, 100, 1)])
+    got = totals(fn(waits, holders))
+    assert got[(1000, 900, 1, 1)] == 100
+    assert not any(victim == 1000 and culprit != 900 for victim, culprit, *_ in got)
+
+
+@pytest.mark.parametrize("fn", [attribute, fast_rows])
+def test_a_share_too_small_to_follow_stays_with_its_holder(fn):
+    # The same readers each wait for a resource of their own, held by a task of its own: each
+    # passes on 1/40 of the wait, under MIN_PASSED, so each keeps its share.
+    readers = range(1, 41)
+    waits = iv([(0, 1000, 0, 100, 1)] + [(r, r, 0, 100, 1) for r in readers], waits=True)
+    holders = iv([(0, r, 0, 100, 1) for r in readers] + [(r, 500 + r, 0, 100, 1) for r in readers])
+    got = totals(fn(waits, holders))
+    assert {k: v for k, v in got.items() if k[0] == 1000} == {(1000, r, 0, 0): 2.5 for r in readers}
+    assert 1 / 40 < MIN_PASSED
+
+
+def test_the_kernel_follows_chains_as_far_as_its_twin():
+    # numba's cache of the kernel is keyed on its own file, so it keeps its own copies
+    assert (kernel.MAX_DEPTH, kernel.MIN_PASSED) == (MAX_DEPTH, MIN_PASSED)
 
 
 @pytest.mark.parametrize("fn", [attribute, fast_rows])

@@ -19,6 +19,8 @@ from numba import types
 from numba.typed import Dict
 
 MAX_DEPTH = 4
+MIN_PASSED = 1 / 32  # as gigi.metrics.attribution's (numba's cache keys on this file alone)
+PASSED_LEAST = MIN_PASSED * (1 - 1e-9)
 STACK = 4096
 GARBAGE = 1 << 18  # stale registrations let pile up before they are collected, about
 
@@ -54,16 +56,47 @@ def _collect(deps, active, gen):
 
 @numba.njit(cache=True)
 def _stack():
-    """The chain stack: resource, mass, depth, fallback (task, res, depth), visited tasks;
-    and the visited tasks of the entry being spread."""
+    """The chain stack: per entry its resource, mass, depth and slices of two flat buffers
+    (the tasks it must not come back to; who passed it on, with their parts), and the
+    buffers: those tasks; who passed, with their parts, resource and depth. Then scratch:
+    a node's holders and their units; (onward key, holder, part) of the holders that wait in
+    turn; the rows and fractions found."""
     return (
         np.empty(STACK, np.int64),
         np.empty(STACK, np.float64),
         np.empty(STACK, np.int64),
-        np.empty((STACK, 3), np.int64),
-        np.empty((STACK, MAX_DEPTH + 2), np.int64),
-        np.empty(MAX_DEPTH + 2, np.int64),
+        np.empty((STACK, 4), np.int64),  # visited offset, length; passers offset, length
+        np.empty(1024, np.int64),
+        np.empty((1024, 3), np.int64),
+        np.empty(1024, np.float64),
+        np.empty(64, np.int64),
+        np.empty(64, np.int64),
+        np.empty(64, np.int64),
+        np.empty(64, np.int64),
+        np.empty(64, np.float64),
+        np.empty((64, 3), np.int64),
+        np.empty(64, np.float64),
     )
+
+
+@numba.njit(cache=True)
+def _grown(a, need):
+    """``a``, or a copy twice as long as ``need`` when it is shorter."""
+    if need <= a.shape[0]:
+        return a
+    out = np.empty((2 * need,) + a.shape[1:], a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@numba.njit(cache=True)
+def _row(rows, fracs, n_rows, culprit, res, depth, frac):
+    if n_rows == fracs.shape[0]:
+        rows = np.concatenate((rows, rows))
+        fracs = np.concatenate((fracs, fracs))
+    rows[n_rows, 0], rows[n_rows, 1], rows[n_rows, 2] = culprit, res, depth
+    fracs[n_rows] = frac
+    return rows, fracs, n_rows + 1
 
 
 @numba.njit(cache=True)
@@ -73,24 +106,20 @@ def _fractions(w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen,
     ``deps`` is (by key, by resource, by task); ``stack`` is ``_stack()``, reused."""
     dep_key, dep_res, dep_task = deps
     g = gen[w]
-    s_res, s_mass, s_depth, s_fb, s_seen, seen = stack
-    tasks_buf = np.empty(64, np.int64)
-    weights_buf = np.empty(64, np.int64)
-    rows = np.empty((16, 3), np.int64)
-    fracs = np.empty(16, np.float64)
+    s_res, s_mass, s_depth, s_at, seen, passers, parts = stack[:7]
+    tasks_buf, weights_buf, o_key, o_task, o_part, rows, fracs = stack[7:]
     n_rows = 0
     s_res[0] = w_key[w]
     s_mass[0] = 1.0
     s_depth[0] = 0
-    s_fb[0, 0] = -1
-    s_seen[0, 0] = w_task[w]
+    seen[0] = w_task[w]
+    s_at[0, 0], s_at[0, 1], s_at[0, 2], s_at[0, 3] = 0, 1, 0, 0
+    n_seen, n_passers = 1, 0
     top = 1
     while top > 0:
         top -= 1
         res, mass, depth = s_res[top], s_mass[top], s_depth[top]
-        fb0, fb1, fb2 = s_fb[top, 0], s_fb[top, 1], s_fb[top, 2]
-        for k in range(depth + 1):
-            seen[k] = s_seen[top, k]
+        v0, v1, p0, p1 = s_at[top, 0], s_at[top, 1], s_at[top, 2], s_at[top, 3]
         n = 0
         total = 0
         # the holders of the object waited for, else of any of the resource
@@ -107,7 +136,7 @@ def _fractions(w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen,
             if units <= 0:
                 continue
             skip = False
-            for k in range(depth + 1):
+            for k in range(v0, v0 + v1):
                 if seen[k] == task:
                     skip = True
             if skip:
@@ -119,45 +148,76 @@ def _fractions(w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen,
             weights_buf[n] = units
             total += units
             n += 1
-        if n == 0:
-            if fb0 >= 0:
-                if n_rows == fracs.shape[0]:
-                    rows = np.concatenate((rows, rows))
-                    fracs = np.concatenate((fracs, fracs))
-                rows[n_rows, 0], rows[n_rows, 1], rows[n_rows, 2] = fb0, fb1, fb2
-                fracs[n_rows] = mass
-                n_rows += 1
+        if n == 0:  # nobody to pass it to: it stays with those who passed it
+            for k in range(p0, p0 + p1):
+                rows, fracs, n_rows = _row(
+                    rows, fracs, n_rows, passers[k, 0], passers[k, 1], passers[k, 2], parts[k]
+                )
             continue
+        n_on = 0
         for j in range(n):
             culprit = tasks_buf[j]
             share = mass * weights_buf[j] / total
-            onward = 0
+            keys = 0
             if depth < MAX_DEPTH:
                 _register(dep_task, culprit, w, g)
                 if culprit in waiting:
                     for r2, cnt in waiting[culprit].items():
                         if cnt > 0 and r2 != res:
-                            onward += 1
-            if onward == 0 or top + onward >= STACK:
-                if n_rows == fracs.shape[0]:
-                    rows = np.concatenate((rows, rows))
-                    fracs = np.concatenate((fracs, fracs))
-                rows[n_rows, 0], rows[n_rows, 1], rows[n_rows, 2] = culprit, key_res[res], depth
-                fracs[n_rows] = share
-                n_rows += 1
+                            keys += 1
+            if keys == 0:
+                rows, fracs, n_rows = _row(rows, fracs, n_rows, culprit, key_res[res], depth, share)
                 continue
+            o_key = _grown(o_key, n_on + keys)
+            o_task = _grown(o_task, n_on + keys)
+            o_part = _grown(o_part, n_on + keys)
             for r2, cnt in waiting[culprit].items():
                 if cnt > 0 and r2 != res:
-                    s_res[top] = r2
-                    s_mass[top] = share / onward
-                    s_depth[top] = depth + 1
-                    s_fb[top, 0] = culprit
-                    s_fb[top, 1] = key_res[res]
-                    s_fb[top, 2] = depth
-                    s_seen[top, : depth + 1] = seen[: depth + 1]
-                    s_seen[top, depth + 1] = culprit
-                    top += 1
-    return rows[:n_rows].copy(), fracs[:n_rows].copy()
+                    o_key[n_on], o_task[n_on], o_part[n_on] = r2, culprit, share / keys
+                    n_on += 1
+        # the holders waiting for one same key pass their shares on together
+        for i in range(n_on):
+            k2 = o_key[i]
+            first = True
+            for i0 in range(i):
+                if o_key[i0] == k2:
+                    first = False
+                    break
+            if not first:
+                continue
+            passed = 0.0
+            members = 0
+            for i1 in range(i, n_on):
+                if o_key[i1] == k2:
+                    passed += o_part[i1]
+                    members += 1
+            if passed < PASSED_LEAST or top + 1 >= STACK:
+                for i1 in range(i, n_on):
+                    if o_key[i1] == k2:
+                        rows, fracs, n_rows = _row(
+                            rows, fracs, n_rows, o_task[i1], key_res[res], depth, o_part[i1]
+                        )
+                continue
+            seen = _grown(seen, n_seen + v1 + members)
+            passers = _grown(passers, n_passers + members)
+            parts = _grown(parts, n_passers + members)
+            s_res[top], s_mass[top], s_depth[top] = k2, passed, depth + 1
+            s_at[top, 0], s_at[top, 2], s_at[top, 3] = n_seen, n_passers, members
+            seen[n_seen : n_seen + v1] = seen[v0 : v0 + v1]
+            n_seen += v1
+            for i1 in range(i, n_on):
+                if o_key[i1] == k2:
+                    seen[n_seen] = o_task[i1]
+                    n_seen += 1
+                    passers[n_passers, 0] = o_task[i1]
+                    passers[n_passers, 1] = key_res[res]
+                    passers[n_passers, 2] = depth
+                    parts[n_passers] = o_part[i1]
+                    n_passers += 1
+            s_at[top, 1] = n_seen - s_at[top, 0]
+            top += 1
+    grown = (seen, passers, parts, tasks_buf, weights_buf, o_key, o_task, o_part, rows, fracs)
+    return rows[:n_rows].copy(), fracs[:n_rows].copy(), grown
 
 
 @numba.njit(cache=True)
@@ -277,9 +337,10 @@ def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight
             marked[w] = 0
             if active[w] == 1:
                 gen[w] += 1
-                rows[w], fracs[w] = _fractions(
+                rows[w], fracs[w], grown = _fractions(
                     w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps, stack
                 )
+                stack = stack[:4] + grown
                 registered += 1 + fracs[w].shape[0]  # about
         if registered > 2 * live + GARBAGE:
             live = _collect(deps, active, gen)

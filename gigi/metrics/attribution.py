@@ -5,9 +5,13 @@ every task that waits for a resource R spreads the segment's length over the oth
 hold or use R then, in proportion to the units they hold: the holders of the same object when
 the wait names one (object != 0) and somebody holds it, else the holders of any of R. When such
 a holder is itself waiting for something else at that moment, its share passes on to that
-thing's holders, and so on down the chain (a task is never blamed twice along one chain). A
-share that finds no holder at the end of a chain stays with the last task (it was waiting on
-something no task holds: I/O, a timer);
+thing's holders, and so on down the chain; the holders waiting for one same thing pass their
+shares on together, and a chain never comes back to a task that passed it on. A share that
+finds no holder at the end of a chain stays with the tasks that passed it (they were waiting on
+something no task holds: I/O, a timer); so does a share under ``MIN_PASSED`` of the wait. So
+the work of one wait is at most ``MAX_DEPTH / MIN_PASSED`` steps of a chain, however many tasks
+hold what it waits for and wait in turn (the backends of a server around its log, each holding
+some and waiting for the rest, would otherwise cost the holders to the power of the depth);
 a wait that finds no holder at all is unattributed (nobody held the resource: it was idle or
 simply empty). Blame along a chain adds up to the raw wait.
 
@@ -25,6 +29,8 @@ import numpy as np
 from gigi._interrupts import held
 
 MAX_DEPTH = 4
+MIN_PASSED = 1 / 32  # the least share of a wait passed on down a chain
+PASSED_LEAST = MIN_PASSED * (1 - 1e-9)  # the same, whatever order its parts were added in
 
 
 @dataclass
@@ -94,24 +100,41 @@ def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
         return {t: u for t, u in pool.items() if u > 0 and t not in visited}
 
     def spread(
-        key: int, mass: float, seq: int, victim: int, wait_res: int, visited: frozenset, depth: int
+        key: int,
+        mass: float,
+        length: int,
+        seq: int,
+        victim: int,
+        wait_res: int,
+        visited: frozenset,
+        depth: int,
     ) -> bool:
-        """Give ``mass`` to the holders of ``key`` other than ``visited``; False if none."""
+        """Give ``mass`` (a share of the wait) of ``length`` ns to the holders of ``key``
+        other than ``visited``; False if none."""
         holders_now = holders_of(key, visited)
         if not holders_now:
             return False
         total = sum(holders_now.values())
         res = int(key_res[key])
+        onward: dict[int, list[tuple[int, float]]] = {}  # key -> (culprit, part) waiting on it
         for culprit, units in holders_now.items():
             share = mass * units / total
-            onward = [k for k, n in waiting[culprit].items() if n > 0 and k != key]
-            if onward and depth < MAX_DEPTH:
-                part = share / len(onward)
-                for k2 in onward:
-                    if not spread(k2, part, seq, victim, wait_res, visited | {culprit}, depth + 1):
-                        blame[(seq, wait_res, victim, culprit, res, depth)] += part
-            else:
-                blame[(seq, wait_res, victim, culprit, res, depth)] += share
+            keys = [k for k, n in waiting[culprit].items() if n > 0 and k != key]
+            if not keys or depth >= MAX_DEPTH:
+                blame[(seq, wait_res, victim, culprit, res, depth)] += length * share
+                continue
+            for k2 in keys:
+                onward.setdefault(k2, []).append((culprit, share / len(keys)))
+        for k2, parts in onward.items():
+            passed = 0.0
+            for _, part in parts:
+                passed += part
+            on = visited | {culprit for culprit, _ in parts}
+            if passed < PASSED_LEAST or not spread(
+                k2, passed, length, seq, victim, wait_res, on, depth + 1
+            ):
+                for culprit, part in parts:
+                    blame[(seq, wait_res, victim, culprit, res, depth)] += length * part
         return True
 
     prev_t = None
@@ -122,7 +145,8 @@ def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
                 task = int(waits.task[w])
                 spread(
                     key,
-                    float(length),
+                    1.0,
+                    length,
                     int(waits.seq[w]),
                     task,
                     int(key_res[key]),
