@@ -75,7 +75,7 @@ def scan_and_probe(tmp_path: Path, name: str, text: str) -> tuple[Path, dict]:
     """TEXT as TMP_PATH/src/NAME, scanned and instrumented through the CLI: the folder of
     the probed sources and the instrumenter's report."""
     src = tmp_path / "src"
-    src.mkdir()
+    src.mkdir(exist_ok=True)
     (src / name).write_text(text)
     assert cli(["scan", str(src), "--out", str(tmp_path / "sites")]) == 0
     out = tmp_path / "probed"
@@ -624,3 +624,170 @@ def test_a_probe_never_stands_before_a_blocks_declarations(tmp_path):
     text = (out / "pool.c").read_text()
     body = text[text.index("int woken = 0;") :]
     assert body.index("gigi_wait_begin(") > body.index("int woken = 0;")
+
+
+# A lock with a value its holder publishes, built apart (not scanned): who waits for it sleeps
+# inside var_lock_wait_for until it is free or the value moves.
+VAR_LOCK_H = """
+#include <pthread.h>
+/* a lock with a value its holder publishes: who waits for it sleeps until it is free or the
+   value moves */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t moved;
+    int held;
+    long value;
+} varlock_t;
+
+void var_lock_acquire(varlock_t *l);
+void var_lock_release(varlock_t *l);
+int var_lock_wait_for(varlock_t *l, long old, long *now);
+void var_lock_init(varlock_t *l);
+"""
+
+VAR_LOCK_C = """
+#include <pthread.h>
+#include "varlock.h"
+
+void var_lock_acquire(varlock_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    while (l->held)
+        pthread_cond_wait(&l->moved, &l->mu);
+    l->held = 1;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void var_lock_release(varlock_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->held = 0;
+    pthread_cond_broadcast(&l->moved);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* 1 when the lock is free; else sleeps until the value moves past OLD, and gives it */
+int var_lock_wait_for(varlock_t *l, long old, long *now)
+{
+    int free_;
+    pthread_mutex_lock(&l->mu);
+    while (l->held && l->value == old)
+        pthread_cond_wait(&l->moved, &l->mu);
+    free_ = !l->held;
+    *now = l->value;
+    pthread_mutex_unlock(&l->mu);
+    return free_;
+}
+
+
+void var_lock_init(varlock_t *l)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->moved, NULL);
+    l->held = 0;
+    l->value = 0;
+}
+"""
+
+INSERTIONS = """
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "varlock.h"
+
+#define N_INSERT_LOCKS 4
+
+/* the log's insertion locks: a writer holds one while it copies its record in, and
+   publishes how far it got in the lock's value */
+typedef struct {
+    varlock_t lock;
+    long padding[4];
+} insert_lock_t;
+
+static insert_lock_t insert_locks[N_INSERT_LOCKS];
+
+void insert_lock_acquire(int i)
+{
+    var_lock_acquire(&insert_locks[i].lock);
+}
+
+void insert_lock_release(int i)
+{
+    var_lock_release(&insert_locks[i].lock);
+}
+
+/* wait until every insertion in progress has got past UPTO */
+long wait_insertions(long upto)
+{
+    long done = upto;
+    for (int i = 0; i < N_INSERT_LOCKS; i++) {
+        long at = 0;
+        do {
+            if (var_lock_wait_for(&insert_locks[i].lock, at, &at)) {
+                at = 0;
+                break;
+            }
+        } while (at < upto);
+        if (at != 0 && at < done)
+            done = at;
+    }
+    return done;
+}
+
+static void *writer(void *arg)
+{
+    struct timespec pause = {0, 50000000};
+    (void)arg;
+    insert_lock_acquire(2);
+    nanosleep(&pause, NULL);
+    insert_lock_release(2);
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t t;
+    struct timespec pause = {0, 10000000};
+    for (int i = 0; i < N_INSERT_LOCKS; i++)
+        var_lock_init(&insert_locks[i].lock);
+    for (int i = 0; i < 100; i++)
+        wait_insertions(10); /* nobody inserting: no wait */
+    pthread_create(&t, NULL, writer, NULL);
+    nanosleep(&pause, NULL);
+    wait_insertions(10); /* behind the writer's 50 ms insertion */
+    pthread_join(t, NULL);
+    printf("done\\n");
+    return 0;
+}
+"""
+
+
+def test_a_retry_loop_around_a_call_that_waits_waits_from_its_first_pass(tmp_path):
+    """A do-while around a call that sleeps until a lock's holder is done (PostgreSQL's
+    WaitXLogInsertionsToFinish around LWLockWaitForVar) blocks inside that call on its first
+    pass, and often leaves after it: its wait begins just before the call, not with a second
+    pass that never comes. The waiter behind a 50 ms insertion records a WAIT that long."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "varlock.h").write_text(VAR_LOCK_H)
+    (tmp_path / "var_lock.c").write_text(VAR_LOCK_C.replace('"varlock.h"', '"src/varlock.h"'))
+    out, report = scan_and_probe(tmp_path, "wal.c", INSERTIONS)
+    how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
+    assert how[("wait_insertions", "WAIT")] == "around the loop at line 35"
+    binary = build(
+        tmp_path,
+        "wal",
+        out / "wal.c",
+        tmp_path / "var_lock.c",
+        flags=("-Wall", "-Werror", "-pthread", f"-I{tmp_path / 'src'}"),
+    )
+    trace, stdout = run_traced(binary, tmp_path)
+    assert stdout == b"done\n"
+    from gigi.queries import connect
+
+    con = connect(trace)
+    waits = con.execute(
+        "SELECT max(dur) FROM events AS e JOIN sites AS s USING (site) "
+        "WHERE e.kind = 0 AND s.function = 'wait_insertions'"
+    ).fetchone()[0]
+    assert waits is not None and waits >= 30_000_000  # ns: behind the writer's 50 ms

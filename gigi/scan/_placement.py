@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gigi.scan._offline import STATUS
+from gigi.scan._offline import STATUS, sleeps
 
 MARK_OPEN, MARK_CLOSE = "/*gigi{*/", "/*}gigi*/"
 
@@ -166,6 +166,32 @@ def _nonzero(tokens: list[str]) -> bool:
     return digits.isdigit() and int(digits) != 0
 
 
+def _first_sleep(ci, stmts: list[_Stmt], body) -> int | None:
+    """Where, in a loop's ``body``, a probe can stand just before the statement with its first
+    call whose name says it sleeps or waits (``LWLockWaitForVar``, ``sched_yield``; not a
+    ``sem_trywait``): the offset, or None when there is no such call or it is in a statement
+    no probe can precede (a leading declaration, a statement that is not in a block)."""
+    b0, b1 = body.extent.start.offset, body.extent.end.offset
+    calls = [
+        c.extent.start.offset
+        for c in body.walk_preorder()
+        if c.kind == ci.CursorKind.CALL_EXPR
+        and c.extent.start.file is not None
+        and sleeps(c.spelling)
+        and "try" not in c.spelling.lower()
+    ]
+    if not calls:
+        return None
+    call = min(calls)
+    around = [x for x in stmts if b0 < x.start <= call < x.end <= b1 and x.in_block]
+    if not around:
+        return None
+    stmt = min(around, key=lambda x: x.end - x.start)
+    if stmt.start < stmt.lead:  # one of its block's leading declarations
+        return None
+    return stmt.start
+
+
 def _loop_body(ci, loop):
     children = list(loop.get_children())
     if not children:
@@ -220,6 +246,10 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
             # after the body's leading declarations, which no statement may precede
             lead = next((x.lead for x in stmts if x.block == b0), b0 + 1)
             ins.append((lead, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}"))
+        if retry and (at := _first_sleep(ci, stmts, body)) is not None:
+            # a call that says it waits blocks on the first pass too: the wait begins there
+            early = f"if (!{var}) {var} = gigi_wait_begin({res}, {obj}, {amount}, {site});"
+            ins.append((at, 1, f"{MARK_OPEN}{early}{MARK_CLOSE}"))
         else:
             b1 = next((x.end for x in stmts if x.cursor == body), b1)
             ins += [
