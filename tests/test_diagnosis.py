@@ -163,6 +163,46 @@ def test_a_log_read_by_polling_that_purges_behind_is_growth(tmp_path):
     )
 
 
+def _written_out(release_amount: int) -> dict:
+    """Eight writers each take 2,000 bytes of a log per append; a writer task writes it out
+    after every 64 appends, with a RELEASE of ``release_amount``."""
+    n = 20_000
+    ts = np.arange(n, dtype=np.int64) * 100_000  # 2 s
+    out = np.arange(63, n, 64)
+    at = np.concatenate([ts, ts[out] + 50_000])
+    order = np.argsort(at, kind="stable")
+    kind = np.concatenate([np.full(n, 1), np.full(len(out), 3)]).astype(np.uint8)
+    amount = np.concatenate([np.full(n, 2_000), np.full(len(out), release_amount)])
+    task = np.concatenate([np.arange(n) % 8 + 1, np.full(len(out), 100)])
+    return events(
+        ts=at[order],
+        kind=pa.array(kind[order], pa.uint8()),
+        resource=["wal"] * len(order),
+        task=task[order],
+        thread=task[order],
+        amount=pa.array(amount[order], pa.int64()),
+    )
+
+
+def test_releases_of_one_unit_against_acquires_of_bytes_are_not_growth(tmp_path):
+    """A write-out probed without its amount gives back 1 (the default) for 128,000 bytes
+    taken: the running sum rises without end, yet nothing grew; the verdict says why. Given
+    back in full, or in part, it is judged by its units as before."""
+    trace = tmp_path / "unit"
+    trace.mkdir()
+    write_stream(trace / "events.arrows", _written_out(1))
+    d = diagnose(trace)
+    assert [(f.failure_mode, f.resource) for f in d.findings] == []
+    (why,) = [v.why_not for v in d.verdicts if v.failure_mode == "unbounded_growth"]
+    assert "312 RELEASEs each gave back 1 unit" in why and "2000 on average" in why, why
+    for given_back, growth in ((128_000, False), (32_000, True)):
+        trace = tmp_path / f"given{given_back}"
+        trace.mkdir()
+        write_stream(trace / "events.arrows", _written_out(given_back))
+        found = [(f.failure_mode, f.resource) for f in diagnose(trace).findings]
+        assert (("unbounded_growth", "wal") in found) is growth, (given_back, found)
+
+
 def test_json_follows_the_contract(demo_store, tmp_path, capsys):
     out = tmp_path / "d.json"
     assert main(["diagnose", str(demo_store), "--format", "json", "--output", str(out)]) == 0

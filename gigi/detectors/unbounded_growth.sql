@@ -9,16 +9,25 @@
 -- param growth_min_rise: rise as a multiple of the level it started from (default 1)
 -- param growth_min_span: the episode's length as a share of the trace (default 0.15)
 -- param growth_min_noise_ratio: rise as a multiple of what lost events alone could add (default 4)
-WITH episode AS (
+WITH counted AS (
+    -- Every RELEASE gave back one unit, the amount a probe records when it is given none,
+    -- while the ACQUIREs took more each and the RELEASEs gave back under half of it: the two
+    -- count different things (bytes taken, writes done), and what is outstanding is not a
+    -- count of anything.
+    SELECT *, coalesce(releases > 0 AND released = releases AND acquired > acquires
+                       AND released < acquired / 2, false) AS units_differ
+    FROM metrics_resources
+), episode AS (
     -- A rise within what lost events could explain, or a count above the capacity (the
     -- events do not add up), is not evidence of growth. An exclusive resource's capacity is
     -- per object (one holder of each), so its class-wide count is not held to it.
-    SELECT * FROM metrics_resources
+    SELECT * FROM counted
     WHERE growth_sustained
         AND growth_rise >= getvariable('growth_min_rise') * greatest(growth_base, 1)
         AND growth_span_share >= getvariable('growth_min_span')
         AND growth_rise >= getvariable('growth_min_noise_ratio') * growth_noise
         AND (capacity IS NULL OR sharing = 'exclusive' OR peak <= 1.5 * capacity)
+        AND NOT units_differ
 ), holders AS (
     -- unit-time each task held during the episode
     SELECT h.resource, h.task,
@@ -89,6 +98,10 @@ SELECT
     })::VARCHAR,
     '',
     CASE
+        WHEN m.units_differ AND coalesce(m.growth_sustained, false) THEN
+            printf('its %d RELEASEs each gave back 1 unit while its ACQUIREs took %.0f on average: '
+                   'they count different things, so what is outstanding is no measure of growth',
+                   m.releases, m.acquired / m.acquires)
         WHEN coalesce(m.growth_plateau, false) THEN
             'outstanding rose and levelled off: a warm-up, not growth'
         WHEN NOT coalesce(m.growth_sustained, false) THEN
@@ -107,5 +120,5 @@ SELECT
             printf('its count peaked at %d, above 1.5 times its capacity of %d: the events do not add up',
                    m.peak, m.capacity)
     END
-FROM metrics_resources AS m
+FROM counted AS m
 WHERE m.growth_rise > 0 AND m.resource NOT IN (SELECT resource FROM episode);
