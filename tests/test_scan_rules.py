@@ -2244,3 +2244,23 @@ def test_storing_what_waiters_read_after_writing_out_releases(tmp_path):
     gained, lost = _difference(tmp_path, {"wal.c": WRITTEN_OUT}, "published_after_writing")
     assert {(f, k, r) for f, k, r, _ in gained} == {("log_write", "RELEASE", "log_ctl")}
     assert lost == set()
+
+
+def test_a_loop_that_waits_only_on_one_branch_waits_on_that_branch(tmp_path):
+    """The loop that makes the log's pages ready does work on every pass (it initializes a
+    page) and waits only when the page to reuse is not written out yet: its WAIT is that
+    branch, where every call that blocks stands, not the loop, so the work is not waiting."""
+    (tmp_path / "wal.c").write_text(LOG_READ)
+    lines = LOG_READ.splitlines()
+    loop = next(i for i, x in enumerate(lines, 1) if "while (upto" in x)
+    branch = next(i for i, x in enumerate(lines, 1) if "if (ctl->written_upto <" in x)
+
+    def waits(rules) -> set[int]:
+        r = scan(tmp_path, jobs=1, rules=rules)
+        return {
+            c.line for c in r.verified() if c.function == "advance_buffers" and c.kind == "WAIT"
+        }
+
+    assert waits(RULES) == {branch}
+    named = [r for r in RULES if r.__name__ == "waits_on_their_slow_branch"]
+    assert waits(_without(*named)) == {loop}

@@ -30,6 +30,7 @@ from gigi.scan._rules.lock_waits import waits_around_locks
 from gigi.scan._rules.locks import lock_apis
 from gigi.scan._rules.misses import waits_on_what_they_missed
 from gigi.scan._rules.moves import uses_inside_a_move
+from gigi.scan._rules.narrows import waits_on_their_slow_branch
 from gigi.scan._rules.objects import objects_through_calls
 from gigi.scan._rules.published import published_after_writing
 from gigi.scan._rules.reads import waits_on_what_they_read
@@ -73,6 +74,7 @@ RULES: tuple[Rule, ...] = (
     published_after_writing,
     handed_through_calls,
     uses_within_holds,
+    waits_on_their_slow_branch,
 )
 
 
