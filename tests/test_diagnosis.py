@@ -83,26 +83,35 @@ def test_root_cause_survives_a_fifth_of_the_events_dropped(demo_store, tmp_path)
     )
 
 
-def _log(stop_purge_at: float | None, drop: float, seed: int) -> dict:
-    """Eight writers append 2 records at a time to a log that a purge task truncates by 512
-    records every 256 appends (until ``stop_purge_at``, a share of the trace, when given);
-    ``drop`` of the events lost at random."""
+def _log(
+    stop_purge_at: float | None,
+    drop: float,
+    seed: int,
+    *,
+    resource: str = "log",
+    taken: int = 2,
+    every: int = 256,
+    given: int = 512,
+) -> dict:
+    """Eight writers append ``taken`` records at a time to a log that a purge task truncates
+    by ``given`` records every ``every`` appends (until ``stop_purge_at``, a share of the
+    trace, when given); ``drop`` of the events lost at random."""
     rng = np.random.default_rng(seed)
     n = 20_000
     ts = np.arange(n, dtype=np.int64) * 100_000  # 2 s
-    purge = np.arange(255, n, 256)
+    purge = np.arange(every - 1, n, every)
     if stop_purge_at is not None:
         purge = purge[purge < stop_purge_at * n]
     at = np.concatenate([ts, ts[purge] + 50_000])
     kind = np.concatenate([np.full(n, 1), np.full(len(purge), 3)]).astype(np.uint8)
-    amount = np.concatenate([np.full(n, 2), np.full(len(purge), 512)])
+    amount = np.concatenate([np.full(n, taken), np.full(len(purge), given)])
     task = np.concatenate([np.arange(n) % 8 + 1, np.full(len(purge), 100)])
     order = np.argsort(at, kind="stable")
     order = order[rng.random(len(order)) >= drop]
     return events(
         ts=at[order],
         kind=pa.array(kind[order], pa.uint8()),
-        resource=["log"] * len(order),
+        resource=[resource] * len(order),
         task=task[order],
         thread=task[order],
         amount=pa.array(amount[order], pa.int64()),
@@ -163,25 +172,10 @@ def test_a_log_read_by_polling_that_purges_behind_is_growth(tmp_path):
     )
 
 
-def _written_out(release_amount: int) -> dict:
+def _written_out(given: int) -> dict:
     """Eight writers each take 2,000 bytes of a log per append; a writer task writes it out
-    after every 64 appends, with a RELEASE of ``release_amount``."""
-    n = 20_000
-    ts = np.arange(n, dtype=np.int64) * 100_000  # 2 s
-    out = np.arange(63, n, 64)
-    at = np.concatenate([ts, ts[out] + 50_000])
-    order = np.argsort(at, kind="stable")
-    kind = np.concatenate([np.full(n, 1), np.full(len(out), 3)]).astype(np.uint8)
-    amount = np.concatenate([np.full(n, 2_000), np.full(len(out), release_amount)])
-    task = np.concatenate([np.arange(n) % 8 + 1, np.full(len(out), 100)])
-    return events(
-        ts=at[order],
-        kind=pa.array(kind[order], pa.uint8()),
-        resource=["wal"] * len(order),
-        task=task[order],
-        thread=task[order],
-        amount=pa.array(amount[order], pa.int64()),
-    )
+    after every 64 appends, with a RELEASE of ``given``."""
+    return _log(None, 0.0, 0, resource="wal", taken=2_000, every=64, given=given)
 
 
 def test_releases_of_one_unit_against_acquires_of_bytes_are_not_growth(tmp_path):
