@@ -53,6 +53,7 @@ received: list[int] = []  # the signals handling() acted on, first first
 _pending: list[int] = []  # held back at an unsafe point
 _queries: weakref.WeakSet = weakref.WeakSet()  # DuckDB connections a signal interrupts
 _deferring = [0]  # how many deferred() steps run now
+_forcible = [0]  # how many of them the watcher may end the process in (held(): a kernel)
 
 
 def interruptible(con):
@@ -94,13 +95,13 @@ def _watch(fd: int) -> None:
 def _force(signum: int) -> None:
     """End the process as the CLI would for SIGNUM, unless the main thread acts on a signal
     (``received`` says so: it is on its way out) within GRACE_S; never while a deferred()
-    step runs."""
+    step runs, but for a held() one: a kernel that runs for minutes."""
     import atexit
     import sys
     import time
 
     end = time.monotonic() + GRACE_S
-    while time.monotonic() < end or _deferring[0]:
+    while time.monotonic() < end or _deferring[0] > _forcible[0]:
         if received:
             return
         time.sleep(0.05)
@@ -219,12 +220,19 @@ def deferred():
 
 
 def held(fn):
-    """``fn`` run under ``deferred()``: for a function that loads or calls numba kernels."""
+    """``fn`` run under ``deferred()``: for a function that loads or calls numba kernels. A
+    signal is not raised inside it, but the watcher may still end the process GRACE_S on, as
+    it does in other C code: an exit leaves no half-built dispatcher to call again, and numba
+    writes its cache files whole (to a temporary name, then renamed)."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
         with deferred():
-            return fn(*args, **kwargs)
+            _forcible[0] += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _forcible[0] -= 1
 
     return run
 

@@ -28,14 +28,14 @@ INNER = types.DictType(types.int64, types.int64)
 BLAME_KEY = types.UniTuple(types.int64, 4)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _register(deps, entity, w, generation):
     if entity not in deps:
         deps[entity] = Dict.empty(types.int64, types.int64)
     deps[entity][w] = generation
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _collect(deps, active, gen):
     """Drop the registrations of waits that have ended or been recomputed since (an entity
     no point touches again keeps them otherwise); the live ones left."""
@@ -54,7 +54,7 @@ def _collect(deps, active, gen):
     return live
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _stack():
     """The chain stack: per entry its resource, mass, depth and slices of two flat buffers
     (the tasks it must not come back to; who passed it on, with their parts), and the
@@ -79,7 +79,7 @@ def _stack():
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _grown(a, need):
     """``a``, or a copy twice as long as ``need`` when it is shorter."""
     if need <= a.shape[0]:
@@ -89,7 +89,7 @@ def _grown(a, need):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _row(rows, fracs, n_rows, culprit, res, depth, frac):
     if n_rows == fracs.shape[0]:
         rows = np.concatenate((rows, rows))
@@ -99,7 +99,7 @@ def _row(rows, fracs, n_rows, culprit, res, depth, frac):
     return rows, fracs, n_rows + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _fractions(w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps, stack):
     """Wait ``w``'s blame per ns now: rows (culprit, culprit resource, depth) and their
     fractions; registers ``w`` (at its generation) with every key, resource and task it read.
@@ -220,7 +220,7 @@ def _fractions(w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen,
     return rows[:n_rows].copy(), fracs[:n_rows].copy(), grown
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _settle(w, t, since, rows, fracs, blame):
     """Add wait ``w``'s blame from ``since[w]`` to ``t``, at its current fractions."""
     length = float(t - since[w])
@@ -232,7 +232,7 @@ def _settle(w, t, since, rows, fracs, blame):
     since[w] = t
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _touch(deps, entity, t, active, gen, marked, todo, n_todo, since, rows, fracs, blame):
     """Settle, up to ``t``, every open wait registered (at its current generation) with
     ``entity``, and queue it to be recomputed; the registrations are spent."""
@@ -250,7 +250,7 @@ def _touch(deps, entity, t, active, gen, marked, todo, n_todo, since, rows, frac
     return todo, n_todo
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight, key_res, key_obj):
     n_waits = w_key.shape[0]
     held = Dict.empty(types.int64, INNER)  # key (resource, object) -> task -> units held
