@@ -525,13 +525,37 @@ int main(void)
 )
 
 
-def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_path):
+# the same lock, its loop waiting in a call only when the word is taken (PostgreSQL's PinBuffer
+# around WaitBufHdrUnlocked): a probe before that if would begin a wait on every take
+SPIN_WAITING = SPIN.replace(
+    """void spin_lock(spin_t *mtx, long me) {
+    for (;;) {
+        if (mtx->lock == 0 && __sync_bool_compare_and_swap(&mtx->lock, 0, me))
+            return;
+        sched_yield();
+    }
+}""",
+    """static void spin_wait_unlocked(spin_t *mtx) { while (mtx->lock != 0) sched_yield(); }
+void spin_lock(spin_t *mtx, long me) {
+    for (;;) {
+        if (mtx->lock != 0)
+            spin_wait_unlocked(mtx);
+        if (__sync_bool_compare_and_swap(&mtx->lock, 0, me))
+            return;
+    }
+}""",
+)
+
+
+@pytest.mark.parametrize("text", [SPIN, SPIN_WAITING], ids=["yield", "wait-call"])
+def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_path, text):
     """A spin lock's ``for (;;)`` runs its body once on every take: that first pass is the
     fast path, no wait. A thousand takes nobody contends record no WAIT (a WAIT of a few ns
     each, the whole trace over); the one behind a 50 ms hold records one, as long as that."""
-    out, report = scan_and_probe(tmp_path, "spin.c", SPIN)
+    assert text.count("spin_lock(spin_t") == 1
+    out, report = scan_and_probe(tmp_path, "spin.c", text)
     how = {(p["function"], p["kind"]): p["how"] for p in report["placements"] if p["placed"]}
-    loop = next(i for i, x in enumerate(SPIN.splitlines(), 1) if "for (;;)" in x)
+    loop = next(i for i, x in enumerate(text.splitlines(), 1) if "for (;;)" in x)
     assert how[("spin_lock", "WAIT")] == f"around the loop at line {loop}"
     binary = build(tmp_path, "spin", out / "spin.c", flags=("-Wall", "-Werror", "-pthread"))
     trace, stdout = run_traced(binary, tmp_path)
@@ -539,7 +563,10 @@ def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_pa
     from gigi.queries import connect
 
     con = connect(trace)
-    waits = con.execute("SELECT dur FROM events WHERE kind = 0 ORDER BY seq").fetchall()
+    waits = con.execute(
+        "SELECT dur FROM events AS e JOIN sites AS s USING (site) "
+        "WHERE e.kind = 0 AND s.function = 'spin_lock' ORDER BY seq"
+    ).fetchall()
     takes = con.execute("SELECT count(*) FROM events WHERE kind = 1").fetchone()[0]
     assert takes == 1002 and len(waits) == 1, (takes, waits)
     assert waits[0][0] >= 30_000_000  # ns: behind the hog's 50 ms hold

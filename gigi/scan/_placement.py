@@ -70,6 +70,20 @@ class _Stmt:
     lead: int = -1
 
 
+def _holders(ci) -> set:
+    """Statements that hold others without braces: if (x) stmt; while (x) stmt; label: stmt."""
+    K = ci.CursorKind
+    return {
+        K.IF_STMT,
+        K.WHILE_STMT,
+        K.FOR_STMT,
+        K.DO_STMT,
+        K.LABEL_STMT,
+        K.CASE_STMT,
+        K.DEFAULT_STMT,
+    }
+
+
 def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
     body = body_of(ci, fn)
     out: list[_Stmt] = []
@@ -93,16 +107,7 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
         out.append(stmt)
         return stmt
 
-    # statements that hold others without braces: if (x) stmt; while (x) stmt; label: stmt
-    holders = {
-        ci.CursorKind.IF_STMT,
-        ci.CursorKind.WHILE_STMT,
-        ci.CursorKind.FOR_STMT,
-        ci.CursorKind.DO_STMT,
-        ci.CursorKind.LABEL_STMT,
-        ci.CursorKind.CASE_STMT,
-        ci.CursorKind.DEFAULT_STMT,
-    }
+    holders = _holders(ci)
 
     def walk(c) -> None:
         mine = []  # the statements of the block C, in order
@@ -166,11 +171,13 @@ def _nonzero(tokens: list[str]) -> bool:
     return digits.isdigit() and int(digits) != 0
 
 
-def _first_sleep(ci, stmts: list[_Stmt], body) -> int | None:
-    """Where, in a loop's ``body``, a probe can stand just before the statement with its first
-    call whose name says it sleeps or waits (``LWLockWaitForVar``, ``sched_yield``; not a
-    ``sem_trywait``): the offset, or None when there is no such call or it is in a statement
-    no probe can precede (a leading declaration, a statement that is not in a block)."""
+def _first_sleep(ci, stmts: list[_Stmt], body, begin: str) -> list[tuple[int, int, str]]:
+    """The insertions that put ``begin`` just before the first call in a loop's ``body`` whose
+    name says it sleeps or waits (``LWLockWaitForVar``, ``sched_yield``; not a
+    ``sem_trywait``), where it runs only when that call does: before its statement in a block,
+    before the statement whose condition makes the call, or around the branch it is alone in
+    (``if (locked) s = wait_unlocked(b);`` becomes ``if (locked) { begin s = ...; }``). None
+    when there is no such call, or where no probe can stand (a leading declaration)."""
     b0, b1 = body.extent.start.offset, body.extent.end.offset
     calls = [
         c.extent.start.offset
@@ -181,15 +188,39 @@ def _first_sleep(ci, stmts: list[_Stmt], body) -> int | None:
         and "try" not in c.spelling.lower()
     ]
     if not calls:
-        return None
+        return []
     call = min(calls)
-    around = [x for x in stmts if b0 < x.start <= call < x.end <= b1 and x.in_block]
-    if not around:
-        return None
-    stmt = min(around, key=lambda x: x.end - x.start)
-    if stmt.start < stmt.lead:  # one of its block's leading declarations
-        return None
-    return stmt.start
+    around = sorted(
+        (x for x in stmts if b0 < x.start <= call < x.end <= b1), key=lambda x: x.end - x.start
+    )
+    for i, x in enumerate(around):
+        if x.in_block:
+            if x.start < x.lead:  # one of its block's leading declarations
+                return []
+            return [(x.start, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}")]
+        holder = next((h for h in around[i + 1 :] if h.cursor.kind in _holders(ci)), None)
+        if holder is None:
+            return []
+        parts = [p.extent.start.offset for p in _conditional_parts(ci, holder.cursor)]
+        if x.start in parts:  # alone in a branch or a loop's body: braced, begun there
+            return [
+                (x.start, 1, f"{MARK_OPEN}{{ {begin}{MARK_CLOSE}"),
+                (x.end, 8, f"{MARK_OPEN} }}{MARK_CLOSE}"),
+            ]
+        # else the holder's condition (or a for's header): the holder is the statement
+    return []
+
+
+def _conditional_parts(ci, c) -> list:
+    """The parts of statement ``c`` that run only as its condition says: an if's branches, a
+    while's or a for's body, a switch's cases (a do-while's body runs once anyway)."""
+    kids = list(c.get_children())
+    K = ci.CursorKind
+    if c.kind == K.IF_STMT:
+        return kids[1:]
+    if c.kind in (K.WHILE_STMT, K.FOR_STMT, K.SWITCH_STMT):
+        return kids[-1:]
+    return []
 
 
 def _loop_body(ci, loop):
@@ -246,16 +277,16 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
             # after the body's leading declarations, which no statement may precede
             lead = next((x.lead for x in stmts if x.block == b0), b0 + 1)
             ins.append((lead, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}"))
-        if retry and (at := _first_sleep(ci, stmts, body)) is not None:
-            # a call that says it waits blocks on the first pass too: the wait begins there
-            early = f"if (!{var}) {var} = gigi_wait_begin({res}, {obj}, {amount}, {site});"
-            ins.append((at, 1, f"{MARK_OPEN}{early}{MARK_CLOSE}"))
         else:
             b1 = next((x.end for x in stmts if x.cursor == body), b1)
             ins += [
                 (b0, 1, f"{MARK_OPEN}{{ {begin}{MARK_CLOSE}"),
                 (b1, 8, f"{MARK_OPEN} }}{MARK_CLOSE}"),
             ]
+        if retry:
+            # a call that says it waits blocks on the first pass too: the wait begins there
+            early = f"if (!{var}) {var} = gigi_wait_begin({res}, {obj}, {amount}, {site});"
+            ins += _first_sleep(ci, stmts, body, early)
         return f"around the loop at line {loop.line}", ins
     cands = [x for x in stmts if x.line <= line <= x.end_line]
     if not cands:
