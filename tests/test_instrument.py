@@ -547,7 +547,23 @@ void spin_lock(spin_t *mtx, long me) {
 )
 
 
-@pytest.mark.parametrize("text", [SPIN, SPIN_WAITING], ids=["yield", "wait-call"])
+# and with that call the statement of a case: a probe before its label would never run
+SPIN_SWITCHED = SPIN_WAITING.replace(
+    """        if (mtx->lock != 0)
+            spin_wait_unlocked(mtx);""",
+    """        switch (mtx->lock != 0) {
+        case 1:
+            spin_wait_unlocked(mtx);
+            break;
+        default:
+            break;
+        }""",
+)
+
+
+@pytest.mark.parametrize(
+    "text", [SPIN, SPIN_WAITING, SPIN_SWITCHED], ids=["yield", "wait-call", "wait-case"]
+)
 def test_a_loop_that_always_runs_once_waits_only_when_it_goes_round_again(tmp_path, text):
     """A spin lock's ``for (;;)`` runs its body once on every take: that first pass is the
     fast path, no wait. A thousand takes nobody contends record no WAIT (a WAIT of a few ns

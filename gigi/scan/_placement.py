@@ -176,8 +176,9 @@ def _first_sleep(ci, stmts: list[_Stmt], body, begin: str) -> list[tuple[int, in
     name says it sleeps or waits (``LWLockWaitForVar``, ``sched_yield``; not a
     ``sem_trywait``), where it runs only when that call does: before its statement in a block,
     before the statement whose condition makes the call, or around the branch it is alone in
-    (``if (locked) s = wait_unlocked(b);`` becomes ``if (locked) { begin s = ...; }``). None
-    when there is no such call, or where no probe can stand (a leading declaration)."""
+    (``if (locked) s = wait_unlocked(b);`` becomes ``if (locked) { begin s = ...; }``).
+    Nothing when there is no such call, or where no probe can stand (a leading
+    declaration)."""
     b0, b1 = body.extent.start.offset, body.extent.end.offset
     calls = [
         c.extent.start.offset
@@ -212,13 +213,15 @@ def _first_sleep(ci, stmts: list[_Stmt], body, begin: str) -> list[tuple[int, in
 
 
 def _conditional_parts(ci, c) -> list:
-    """The parts of statement ``c`` that run only as its condition says: an if's branches, a
-    while's or a for's body, a switch's cases (a do-while's body runs once anyway)."""
+    """The parts of statement ``c`` that run only as its condition says, or only when a jump
+    lands there: an if's branches, a while's or a for's body, a switch's cases, the statement
+    of a case or a label (a do-while's body runs once anyway)."""
     kids = list(c.get_children())
     K = ci.CursorKind
     if c.kind == K.IF_STMT:
         return kids[1:]
-    if c.kind in (K.WHILE_STMT, K.FOR_STMT, K.SWITCH_STMT):
+    jumped = (K.SWITCH_STMT, K.CASE_STMT, K.DEFAULT_STMT, K.LABEL_STMT)
+    if c.kind in (K.WHILE_STMT, K.FOR_STMT, *jumped):
         return kids[-1:]
     return []
 
