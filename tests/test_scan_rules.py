@@ -2264,3 +2264,47 @@ def test_a_loop_that_waits_only_on_one_branch_waits_on_that_branch(tmp_path):
     assert waits(RULES) == {branch}
     named = [r for r in RULES if r.__name__ == "waits_on_their_slow_branch"]
     assert waits(_without(*named)) == {loop}
+
+
+QUEUE_FULL = """
+#include <pthread.h>
+/* a bounded queue of messages */
+typedef struct msg_queue {
+    pthread_mutex_t mut;
+    pthread_cond_t not_full;
+    int size;
+    int max_size;
+    int wait_when_full;
+    long dropped;
+} msg_queue;
+
+/* add a message: when the queue is full, drop it or wait for room, as configured */
+int queue_add(msg_queue *q, void *msg)
+{
+    int rc = 0;
+    pthread_mutex_lock(&q->mut);
+    while (q->size >= q->max_size) {
+        if (!q->wait_when_full) {
+            q->dropped++;
+            rc = -1;
+            goto out;
+        } else {
+            pthread_cond_wait(&q->not_full, &q->mut);
+        }
+    }
+    q->size++;
+out:
+    pthread_mutex_unlock(&q->mut);
+    return rc;
+}
+"""
+
+
+def test_a_loop_whose_other_branch_leaves_is_one_wait(tmp_path):
+    """A queue that is full drops the message and returns, or waits for room: every pass that
+    goes round waits, so the WAIT stays the loop's, not one per wait of the condition."""
+    (tmp_path / "queue.c").write_text(QUEUE_FULL)
+    loop = next(i for i, x in enumerate(QUEUE_FULL.splitlines(), 1) if "while (q->size" in x)
+    r = scan(tmp_path, jobs=1, rules=RULES)
+    waits = {c.line for c in r.verified() if c.function == "queue_add" and c.kind == "WAIT"}
+    assert waits == {loop}

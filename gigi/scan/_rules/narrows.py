@@ -4,7 +4,9 @@ if inside it, the loop's other passes do work (PostgreSQL's AdvanceXLInsertBuffe
 WAL pages one pass at a time, and only when the page to reuse is not yet written out does it
 wait for the write), and a wait over the whole loop would count that work as waiting. The
 WAIT moves to the innermost such branch. Not when the loop's own condition blocks (each test
-of it is the wait), nor when no call in the body blocks."""
+of it is the wait), nor when no call in the body blocks, nor when the other side of that
+branch's if leaves the loop (a queue full: drop and return, else wait for room): then every
+pass that goes round waits, and the loop is the one wait."""
 
 from __future__ import annotations
 
@@ -54,4 +56,9 @@ def _slow_branch(fn: Function, loop: Loop):
         and b.end_line < loop.end_line
         and all(b.line <= x <= b.end_line for x in lines)
     ]
-    return min(inside, key=lambda b: b.end_line - b.line, default=None)
+    branch = min(inside, key=lambda b: b.end_line - b.line, default=None)
+    if branch is not None and any(
+        b.exits for b in fn.branches if b.if_id == branch.if_id and b.side != branch.side
+    ):
+        return None
+    return branch
