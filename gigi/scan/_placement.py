@@ -194,12 +194,13 @@ def _first_sleep(ci, stmts: list[_Stmt], body, begin: str) -> list[tuple[int, in
     around = sorted(
         (x for x in stmts if b0 < x.start <= call < x.end <= b1), key=lambda x: x.end - x.start
     )
+    holders = _holders(ci)
     for i, x in enumerate(around):
         if x.in_block:
             if x.start < x.lead:  # one of its block's leading declarations
                 return []
             return [(x.start, 1, f"{MARK_OPEN}{begin}{MARK_CLOSE}")]
-        holder = next((h for h in around[i + 1 :] if h.cursor.kind in _holders(ci)), None)
+        holder = next((h for h in around[i + 1 :] if h.cursor.kind in holders), None)
         if holder is None:
             return []
         parts = [p.extent.start.offset for p in _conditional_parts(ci, holder.cursor)]
