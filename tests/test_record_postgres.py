@@ -215,6 +215,63 @@ def test_a_row_lock_holder_is_named_by_its_update_not_its_sleep(server, tmp_path
     assert bad_names(con) == []
 
 
+class _BetweenReads:
+    """A connection whose poll runs its two reads one by one, and ``between`` after the first:
+    what another session does while the recorder reads."""
+
+    def __init__(self, conn, between) -> None:
+        self.conn, self.between, self.reads = conn, between, 0
+
+    def pipeline(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def execute(self, sql):
+        cur = self.conn.execute(sql)
+        self.reads += 1
+        if self.reads == 1:
+            self.between()
+        return cur
+
+
+def test_a_statement_that_begins_between_the_two_reads_names_its_lock(server):
+    """A transaction's UPDATE begins after one view is read and before the other: the poll
+    sees its row lock and the statement that took it together, or neither. Never the lock
+    with the statement before it, which would name the transaction by that (or by "a write to"
+    the table: a flake of the test above, when the reads were in the other order)."""
+    import psycopg
+
+    from gigi.record._pg_model import PgModel
+    from gigi.record.postgres import _Poller
+
+    with server.connect() as setup:
+        setup.execute("DROP TABLE IF EXISTS between_reads")
+        setup.execute("CREATE TABLE between_reads (id int PRIMARY KEY, v int)")
+        setup.execute("INSERT INTO between_reads VALUES (1, 0)")
+    writer = server.connect(autocommit=False)
+    writer.execute("SELECT 1")  # in a transaction, idle, with no statement of its own yet
+    pid = writer.info.backend_pid
+    rows = _Rows()
+    update = "UPDATE between_reads SET v = v + 1 WHERE id = 1"
+    recorder = psycopg.connect(server.dsn, autocommit=True)
+    try:
+        oid = recorder.execute("SELECT oid FROM pg_database WHERE datname = 'postgres'")
+        model = PgModel(rows, time.monotonic_ns(), database_oid=oid.fetchone()[0])
+        conn = _BetweenReads(recorder, lambda: writer.execute(update))
+        poller = _Poller(conn, model, model.database_oid)
+        poller.poll()
+        poller.poll()
+        writer.commit()
+        poller.poll()
+        model.finish(time.monotonic_ns())
+    finally:
+        writer.close()
+        recorder.close()
+    names = [n for n in rows.names().values() if n.startswith(f"pid {pid}: ")]
+    assert sorted(names) == [f"pid {pid}: {update}", f"pid {pid}: client backend postgres@postgres"]
+
+
 def test_an_advisory_lock_passed_round_is_never_held_twice(server, tmp_path):
     """Four sessions take pg_advisory_xact_lock(42) in turn for 30 ms each, for 3 s: the lock
     changes hands between polls again and again. Its resource is exclusive with capacity 1 and
