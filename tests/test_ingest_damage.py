@@ -311,6 +311,14 @@ def test_sample_every_that_is_not_a_whole_number_from_one_is_refused(trace_dir, 
     )
 
 
+def test_a_parquet_column_name_that_is_not_utf8_is_refused(trace_dir, store):
+    # what a flipped byte in a Parquet footer's schema left (it was a UnicodeDecodeError)
+    path = trace_dir / "e.parquet"
+    pq.write_table(_events(), path, store_schema=False)
+    path.write_bytes(path.read_bytes().replace(b"resource", b"\xebesource"))
+    _refused(trace_dir, store, r"e.parquet: not a Parquet file \(.*utf-8")
+
+
 def test_unknown_format_version_is_refused(trace_dir, store):
     write_stream(trace_dir / "e.arrows", _events(), {b"gigi.version": b"2"})
     _refused(trace_dir, store, r"e.arrows: schema metadata gigi.version is '2', expected '1'")

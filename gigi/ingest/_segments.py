@@ -64,7 +64,7 @@ class Segment:
         try:
             for b in batches():
                 yield self._checked(b)
-        except (OSError, pa.ArrowException) as e:
+        except (OSError, pa.ArrowException, UnicodeDecodeError) as e:
             raise SchemaError(
                 f"damaged, cannot be read ({_reason(e)})", path=str(self.path), batch=self.batches
             ) from None
@@ -150,7 +150,7 @@ def open_segment(path: Path) -> Segment:
     if name.endswith(".parquet"):
         try:
             schema = pq.read_schema(path)
-        except (OSError, pa.ArrowException) as e:
+        except (OSError, pa.ArrowException, UnicodeDecodeError) as e:  # a name not UTF-8
             raise SchemaError(f"not a Parquet file ({_reason(e)})", path=str(path)) from None
         return _segment(path, "parquet", schema, size)
     with open(path, "rb") as f:
