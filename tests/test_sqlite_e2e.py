@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,13 @@ def record(
     return trace
 
 
+def _gone(*paths: Path) -> None:
+    """A module's fixtures keep their directories to the end of the session: the traces they
+    are done with go at once (hundreds of MB each, lossless)."""
+    for path in paths:
+        shutil.rmtree(path)
+
+
 def test_every_verified_site_is_placed_in_sqlite(built):
     sites, probed, _, _ = built
     report = json.loads((probed / "gigi-instrument.json").read_text())
@@ -101,6 +109,7 @@ def test_an_instrumented_sqlite_records_its_own_sites(built):
     kept = pq.read_table(out / "sites.parquet").to_pylist()
     kept = {(s["function"], s["kind"]) for s in kept}
     assert {("sqlite3PcacheFetchFinish", 1), ("sqlite3PcacheRelease", 3)} <= kept
+    _gone(trace, work / "store")
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +123,7 @@ def validated(built, tmp_path_factory):
     deployed = workload(
         amalgamation(tree, again / "build", probed), again / "workload", work / "lib"
     )
+    _gone(trace)
     return deployed, again
 
 
@@ -134,6 +144,7 @@ def writers(validated, tmp_path_factory):
     out = tmp_path_factory.mktemp("writers") / "d.json"
     assert cli(["diagnose", str(trace), "--format", "json", "--output", str(out)]) == 0
     names = dict(connect(trace).execute("SELECT task, name FROM tasks").fetchall())
+    _gone(trace)
     return json.loads(out.read_text()), names
 
 
@@ -173,6 +184,7 @@ def small_cache(built, tmp_path_factory):
     deployed = workload(
         amalgamation(tree, again / "build", probed), again / "workload", work / "lib"
     )
+    _gone(trace)
     runs = tmp_path_factory.mktemp("smallcache-runs")
     out = {}
     for mode, seconds in (("smallcache", "3"), ("normal", "2")):
@@ -181,6 +193,7 @@ def small_cache(built, tmp_path_factory):
         assert cli(["diagnose", str(trace), "--format", "json", "--output", str(d)]) == 0
         names = dict(connect(trace).execute("SELECT task, name FROM tasks").fetchall())
         out[mode] = json.loads(d.read_text()), names
+        _gone(trace)
     return out
 
 

@@ -53,7 +53,8 @@ def locate(target: str | os.PathLike, trace: str | None = None) -> StoreEntry:
 
     ``target`` is a store entry (holds ``manifest.json``), a store (pick the trace with
     ``trace`` when it holds several) or a raw trace directory, which is ingested into a
-    temporary store that lives as long as the process.
+    temporary store that lives as long as the process (once while its segments stay as they
+    are: a process that diagnoses a trace and then queries it ingests it once).
     """
     path = Path(target)
     if not path.exists():
@@ -62,10 +63,26 @@ def locate(target: str | os.PathLike, trace: str | None = None) -> StoreEntry:
         entry = locate_entry(path, trace)
         return StoreEntry(entry, Manifest.load(entry / MANIFEST))
     if path.is_dir() and list_segments(path):
-        tmp = Path(tempfile.mkdtemp(prefix="gigi-store-"))
-        atexit.register(shutil.rmtree, tmp, True)
-        manifest = ingest(path, tmp)
-        return StoreEntry(tmp / manifest.trace_id, manifest)
+        return _ingested(path)
     raise IngestError(
         f"{path}: neither a gigi store nor a trace directory (no manifest.json, no segments)"
     )
+
+
+# raw trace directory and its segments' (name, size, mtime) -> its temporary store's entry
+_INGESTED: dict[tuple, StoreEntry] = {}
+
+
+def _ingested(path: Path) -> StoreEntry:
+    segments = tuple(
+        (p.name, (st := p.stat()).st_size, st.st_mtime_ns) for p in list_segments(path)
+    )
+    key = (str(path.resolve()), segments)
+    entry = _INGESTED.get(key)
+    if entry is not None and (entry.path / MANIFEST).is_file():
+        return entry
+    tmp = Path(tempfile.mkdtemp(prefix="gigi-store-"))
+    atexit.register(shutil.rmtree, tmp, True)
+    manifest = ingest(path, tmp)
+    entry = _INGESTED[key] = StoreEntry(tmp / manifest.trace_id, manifest)
+    return entry
