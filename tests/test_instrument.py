@@ -669,6 +669,32 @@ def test_a_probe_never_stands_before_a_blocks_declarations(tmp_path):
     assert body.index("gigi_wait_begin(") > body.index("int woken = 0;")
 
 
+BORROWED = (
+    DECLARED_FIRST
+    + """
+/* hands a connection out through its parameter, when asked to and one is free */
+int pool_borrow(conn_pool *p, conn **out, int ready)
+{
+    if (ready &&
+        (*out = pool_get(p)) != NULL)
+        return 1;
+    return 0;
+}
+"""
+)
+
+
+def test_a_probe_never_stands_inside_a_condition(tmp_path):
+    """An ACQUIRE whose call is on the second line of an if's condition stands beside the if
+    statement, as one on its first line does: the condition is no statement, and braces in
+    it do not compile (PostgreSQL's deadlock.c did not)."""
+    out, report = scan_and_probe(tmp_path, "pool.c", BORROWED)
+    how = {(p["function"], p["kind"]): (p["line"], p["how"]) for p in report["placements"]}
+    assert how[("pool_borrow", "ACQUIRE")] == (55, "after the statement at line 54")
+    done = compile_object(out / "pool.c", tmp_path / "pool.o")
+    assert done.returncode == 0, done.stderr
+
+
 # A lock with a value its holder publishes, built apart (not scanned): who waits for it sleeps
 # inside var_lock_wait_for until it is free or the value moves.
 VAR_LOCK_H = """

@@ -111,11 +111,12 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
 
     def walk(c) -> None:
         mine = []  # the statements of the block C, in order
+        held = _held(ci, c) if c.kind in holders else []
         for child in c.get_children():
             if c.kind == ci.CursorKind.COMPOUND_STMT:
                 if (stmt := add(child, c.extent.start.offset)) is not None:
                     mine.append(stmt)
-            elif c.kind in holders and (child.kind.is_statement() or child.kind.is_expression()):
+            elif c.kind in holders and child in held:
                 add(child, None)
             walk(child)
         lead = c.extent.start.offset + 1  # just inside its brace
@@ -128,6 +129,29 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
 
     walk(body)
     return out
+
+
+def _held(ci, c) -> list:
+    """The statements a holder C holds without braces, not its condition or its case's value
+    (``if (a &&\n b())``: the condition is no statement a probe may stand beside): a label's
+    statement, a case's last child, a do's body, and the children of an if, while or for that
+    begin after the parenthesis closing its header."""
+    K = ci.CursorKind
+    kids = list(c.get_children())
+    if c.kind in (K.LABEL_STMT, K.DEFAULT_STMT):
+        return kids
+    if c.kind in (K.CASE_STMT, K.DO_STMT):
+        return kids[-1:] if c.kind == K.CASE_STMT else kids[:1]
+    depth = 0
+    for t in c.get_tokens():
+        if t.spelling == "(":
+            depth += 1
+        elif t.spelling == ")":
+            depth -= 1
+            if depth == 0:
+                closed = t.extent.end.offset
+                return [k for k in kids if k.extent.start.offset >= closed]
+    return []
 
 
 def _endless(ci, loop) -> bool:
