@@ -236,10 +236,11 @@ class _BetweenReads:
 
 
 def test_a_statement_that_begins_between_the_two_reads_names_its_lock(server):
-    """A transaction's UPDATE begins after one view is read and before the other: the poll
-    sees its row lock and the statement that took it together, or neither. Never the lock
-    with the statement before it, which would name the transaction by that (or by "a write to"
-    the table: a flake of the test above, when the reads were in the other order)."""
+    """A transaction's UPDATE begins after the poll reads the activity and before it reads
+    the locks: the poll sees its row lock beside the statement before it (SELECT 1). Another
+    session then waits for the row. The transaction is named by its UPDATE, which the next
+    poll sees begun before the locks were read, not by SELECT 1 (nor by "a write to" the
+    table: a flake of the test above)."""
     import psycopg
 
     from gigi.record._pg_model import PgModel
@@ -249,24 +250,30 @@ def test_a_statement_that_begins_between_the_two_reads_names_its_lock(server):
         setup.execute("DROP TABLE IF EXISTS between_reads")
         setup.execute("CREATE TABLE between_reads (id int PRIMARY KEY, v int)")
         setup.execute("INSERT INTO between_reads VALUES (1, 0)")
-    writer = server.connect(autocommit=False)
+    writer, waiter = server.connect(autocommit=False), server.connect()
     writer.execute("SELECT 1")  # in a transaction, idle, with no statement of its own yet
-    pid = writer.info.backend_pid
+    pid, waiter_pid = writer.info.backend_pid, waiter.info.backend_pid
     rows = _Rows()
     update = "UPDATE between_reads SET v = v + 1 WHERE id = 1"
     recorder = psycopg.connect(server.dsn, autocommit=True)
+    waiting = threading.Thread(target=lambda: waiter.execute(update))
     try:
         oid = recorder.execute("SELECT oid FROM pg_database WHERE datname = 'postgres'")
         model = PgModel(rows, time.monotonic_ns(), database_oid=oid.fetchone()[0])
         conn = _BetweenReads(recorder, lambda: writer.execute(update))
         poller = _Poller(conn, model, model.database_oid)
         poller.poll()
+        waiting.start()
+        wait_until("the other session waits", lambda: waiting_for_lock(recorder, waiter_pid))
+        poller.poll()
         poller.poll()
         writer.commit()
+        waiting.join(10)
         poller.poll()
         model.finish(time.monotonic_ns())
     finally:
         writer.close()
+        waiter.close()
         recorder.close()
     names = [n for n in rows.names().values() if n.startswith(f"pid {pid}: ")]
     assert sorted(names) == [f"pid {pid}: {update}", f"pid {pid}: client backend postgres@postgres"]

@@ -6,8 +6,9 @@ and the other workers background); every transaction it is seen in is a task of 
 parent is the session (a parallel worker's, its leader's transaction), named
 ``pid 123: <statement>`` by the statement seen (``pg_stat_activity.query``) when a lock of it
 that somebody waited for first appeared, else by the statement in which it waited itself, else
-by its first statement seen that is not transaction control. The trace's thread is the
-backend's pid.
+by its first statement seen that is not transaction control. The activity is read before the
+locks: a statement that began between the two reads names what the locks show at the next
+poll, which sees it begun before they were read. The trace's thread is the backend's pid.
 
 Locks. A heavyweight lock of type T is resource ``pg.lock.<T>`` when held in a mode that
 conflicts with itself (ShareUpdateExclusive, ShareRowExclusive, Exclusive, AccessExclusive:
@@ -131,6 +132,10 @@ class Task:
     # a transaction's name, best first (see the module's docstring), decided when it ends
     took_waited: str | None = None  # seen when a lock of it somebody waited for appeared
     waiting: str | None = None  # the statement in which it waited
+    # what named ``waiting``: the query_start of the statement seen, and when the locks that
+    # showed the wait were read (see ``_renamed``)
+    waiting_by: object = None
+    waiting_seen: object = None
 
 
 @dataclass
@@ -139,6 +144,8 @@ class Hold:
     thread: int
     used_for: object = None  # the query_start of the statement that last USEd it
     took: str | None = None  # the statement seen when it first appeared
+    named_by: object = None  # that statement's query_start
+    seen_at: object = None  # when the locks that showed it first were read (server clock)
 
 
 @dataclass
@@ -284,6 +291,20 @@ class PgModel:
         tables = ", ".join(sorted(set(written)))
         return f"{now}, after writing {tables}" if now else f"pid {b.pid}: a write to {tables}"
 
+    @staticmethod
+    def _renamed(b: Backend, named_by: object, seen_at: int) -> bool:
+        """Whether the statement B shows now, not the one that named a hold or a wait, was
+        already running when the locks that first showed it were read (at SEEN_AT, on the
+        server's clock): it began between that poll's read of the activity and its read of
+        the locks, and is the one the lock appeared in. Statements of a backend run one after
+        another, so one that began before SEEN_AT and still runs was running then."""
+        return (
+            seen_at is not None
+            and b.query_key is not None
+            and b.query_key != named_by
+            and b.query_key <= seen_at
+        )
+
     def _session(self, b: Backend, ts: int) -> Task:
         key = (b.pid, b.backend_key)
         task = self._sessions.get(key)
@@ -349,7 +370,11 @@ class PgModel:
 
     # -- one poll of activity and locks ---------------------------------------------------------
 
-    def poll(self, ts: int, backends: list[Backend], locks: list[Lock]) -> None:
+    def poll(
+        self, ts: int, backends: list[Backend], locks: list[Lock], locks_at: object = None
+    ) -> None:
+        """One poll: BACKENDS as the activity showed them, then LOCKS, read after them at
+        LOCKS_AT on the server's clock (as ``Backend.query_key``; None: not known)."""
         prev = self._prev if self._prev is not None else ts
         by_pid = {b.pid: b for b in backends}
         self._backends = by_pid
@@ -438,8 +463,19 @@ class PgModel:
             took = None
             if b is not None:
                 took = self._took(b, base, written[key[0]], owner.waiting)
-            hold = self._holds[key] = Hold(at, thread, took=took)
+            hold = self._holds[key] = Hold(at, thread, took=took, seen_at=locks_at)
+            hold.named_by = None if b is None else b.query_key
             acquires.append([at, key[1], key[2], key[0], None, hold])
+        for key, (owner, thread) in held.items():
+            hold, b = self._holds[key], by_pid.get(thread)
+            if b is None or not self._renamed(b, hold.named_by, hold.seen_at):
+                continue
+            base = key[1][: -len(SHARED_SUFFIX)] if not is_exclusive(key[1]) else key[1]
+            took = self._took(b, base, written[key[0]], owner.waiting)
+            if took is not None:
+                if owner.took_waited == hold.took:
+                    owner.took_waited = took
+                hold.took, hold.named_by = took, b.query_key
         ordered(acquires, releases)
         for at, resource, obj, task, _, thread in sorted(releases, key=lambda r: r[0]):
             self._event(at, Kind.RELEASE, resource, task, thread, object=obj)
@@ -469,6 +505,10 @@ class PgModel:
                 wait = self._waits[key] = Wait(begin, b.pid, resource)
                 if owner.waiting is None:
                     owner.waiting = self._statement_now(b)
+                    owner.waiting_by, owner.waiting_seen = b.query_key, locks_at
+            elif self._renamed(b, owner.waiting_by, owner.waiting_seen):
+                owner.waiting = self._statement_now(b) or owner.waiting
+                owner.waiting_by = b.query_key
             wait.blockers = max(wait.blockers, len(set(b.blockers)))
         # the transactions that hold what others wait for are named by what took it
         for (task, _, obj), wait in self._waits.items():

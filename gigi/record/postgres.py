@@ -2,8 +2,8 @@
 them as a trace (format v1). What the rows become is ``_pg_model``'s business; this module
 connects, polls on time, flushes and stops cleanly.
 
-Each poll reads ``pg_locks``, then ``pg_stat_activity`` (with ``pg_blocking_pids`` for the
-backends that wait for a lock, and ``pg_stat_progress_vacuum``); dead tuples
+Each poll reads ``pg_stat_activity`` (with ``pg_blocking_pids`` for the backends that wait for
+a lock, and ``pg_stat_progress_vacuum``) and ``pg_locks``; dead tuples
 (``pg_stat_user_tables``) are read every ``TABLES_EVERY_S`` at most, as the server updates
 them about once a second. Segments are flushed every ``flush_s``, so a recorder that is killed
 loses at most that much; Ctrl-C and SIGTERM stop it cleanly, and a lost connection keeps all
@@ -165,18 +165,12 @@ class _Poller:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def poll(self) -> int:
-        """One poll of locks and activity (both queries in one round trip); returns its time
-        on the recorder's clock.
-
-        The two views are read one after the other, not at one instant, and locks come first:
-        a lock seen was then taken by a statement that began before the activity is read, so
-        the statement seen is the one that took it or a later one of its transaction (which
-        ``_pg_model`` tells apart), never one from before it, as a statement that began
-        between the two reads would leave."""
+        """One poll of activity and then locks (both queries in one round trip); returns its
+        time on the recorder's clock."""
         sent = time.monotonic_ns()
         with self.conn.pipeline():
-            locks_cur = self.conn.execute(self.locks_sql)
             activity_cur = self.conn.execute(self.activity_sql)
+            locks_cur = self.conn.execute(self.locks_sql)
         received = time.monotonic_ns()
         activity, locks = self._rows(activity_cur), self._rows(locks_cur)
         ts = (sent + received) // 2
@@ -219,7 +213,10 @@ class _Poller:
                     r["relname"],
                 )
             )
-        self.model.poll(ts, backends, model_locks)
+        # when the locks were read, on the server's clock: a statement seen in the activity
+        # read before them may have begun after it (``PgModel._renamed``)
+        locks_at = locks[0]["now"] if locks else None
+        self.model.poll(ts, backends, model_locks, locks_at)
         return ts
 
     def tables(self) -> None:

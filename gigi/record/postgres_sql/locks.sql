@@ -18,6 +18,8 @@ SELECT
     -- statement that wrote it ended between two polls; null for the other locks
     CASE WHEN locktype = 'relation' AND mode IN ('RowExclusiveLock', 'RowShareLock')
             AND (SELECT c.relkind FROM pg_class AS c WHERE c.oid = relation) IN ('r', 'p')
-        THEN relation::regclass::text END AS relname
+        THEN relation::regclass::text END AS relname,
+    -- now: the server's clock as the rows are read, after the view's snapshot of the locks
+    clock_timestamp() AS now
 FROM pg_locks
 WHERE pid IS DISTINCT FROM pg_backend_pid()
