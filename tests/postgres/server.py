@@ -71,8 +71,16 @@ class Server:
     """``with Server(settings) as srv:`` a running server; ``srv.dsn`` for the superuser
     ``postgres`` over TCP, database ``postgres``."""
 
-    def __init__(self, settings: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        settings: dict[str, str] | None = None,
+        bins: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """BINS: a build's own bin folder instead of the one found; ENV: more environment
+        for the server's processes, not initdb's (GIGI_TRACE for an instrumented build)."""
         self.settings = settings or {}
+        self.bins, self.env = bins, env or {}
         self.port = free_port()
         self.base: Path | None = None
         self.pid: int | None = None
@@ -86,10 +94,17 @@ class Server:
         assert self.base is not None
         return self.base / "server.log"
 
-    def _as_user(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def _as_user(
+        self, *args: str, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
         run_as = ["runuser", "-u", USER, "--"] if os.geteuid() == 0 else []
         return subprocess.run(
-            [*run_as, *args], capture_output=True, text=True, timeout=timeout, cwd=self.base
+            [*run_as, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.base,
+            env={**os.environ, **(env or {})},
         )
 
     def _log_tail(self) -> str:
@@ -99,7 +114,7 @@ class Server:
             return "(no server log)"
 
     def start(self, timeout: float = 60.0) -> Server:
-        bins = bindir()
+        bins = self.bins or bindir()
         user = _user()
         # Under /tmp (world-traversable), not pytest's private tmp dir the user cannot enter.
         self.base = Path(tempfile.mkdtemp(prefix="gigi-pg-"))
@@ -143,6 +158,7 @@ class Server:
             "-t",
             str(int(timeout)),
             timeout=timeout + 10,
+            env=self.env,
         )
         pidfile = data / "postmaster.pid"
         if pidfile.exists():

@@ -1,0 +1,351 @@
+"""The whole loop on PostgreSQL 15, as a user would run it: its backend scanned offline,
+instrumented, built with its own configure and make, run under pgbench with WAL buffers too
+small and then large, and each run diagnosed, with the server's own figures beside gigi's.
+
+    python bench/pg_wal_loop.py [--work DIR] [--seconds 15] [--clients 8]
+                                [--wal-buffers 32kB,512MB] [--jobs 2]
+
+1. Scan. PostgreSQL's tree (Debian's source package, tests/debian.py; $GIGI_SRC_CACHE is
+   honoured) is copied and configured, and its compile commands derived from `make -n`, as
+   bench/scan_scale.py does; `gigi-query scan` reads src/backend/access/transam and
+   src/backend/storage (the WAL, the buffer pool and the locks around them) with them.
+2. Instrument and build. `gigi-query instrument` writes the probed copy, which is configured
+   again with the flags of `gigi-query probes cflags` and `libs` and built and installed
+   (`make install`) into --work/inst. A rerun with the same --work reuses each step whose
+   inputs did not change.
+3. Run. For each --wal-buffers value: a private cluster (initdb, loopback, fsync off,
+   synchronous_commit off, max_wal_size 20GB so that no checkpoint comes in the run), started
+   with GIGI_TRACE set, so that every backend is traced; pgbench runs a script of bulk inserts
+   (50 rows of 1 kB a transaction) with --clients clients for --seconds. The server's figures
+   are the truth: transactions a second, pg_stat_wal's wal_buffers_full, and the share of
+   the active client backends' pg_stat_activity samples (every 20 ms) that wait on the WAL's
+   lightweight locks (WALInsert, WALWrite, WALBufMapping).
+4. Diagnose. `gigi-query diagnose` on each trace: wall time, the events, and the first
+   findings with their victims' sites; then whether the small buffers' run ranks a WAL
+   resource first with a wait site in xlog.c, and the large one has no finding on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE / "tests"))
+sys.path.insert(0, str(HERE / "bench"))
+sys.path.insert(0, str(HERE))
+
+from debian import source_tree  # noqa: E402
+from scan_scale import CONFIGURE, MARKER, PACKAGE, build, compile_commands, run  # noqa: E402
+
+from tests.postgres.server import USER, Server  # noqa: E402
+
+SCANNED = ["src/backend/access/transam", "src/backend/storage"]
+WAL_LOCKS = {"WALInsert", "WALWrite", "WALBufMapping"}
+# a bulk insert: 50 rows of 1 kB, about 60 kB of WAL a transaction
+SCRIPT = "INSERT INTO bulk (pad) SELECT repeat('x', 1000) FROM generate_series(1, 50);\n"
+SETTINGS = {
+    "synchronous_commit": "off",
+    "max_wal_size": "20GB",
+    "checkpoint_timeout": "1h",
+    "shared_buffers": "128MB",
+    "max_connections": "40",
+}
+
+
+GIGI = HERE / ".venv" / "bin" / "gigi-query"
+
+
+def gigi(*args: str, log: Path) -> None:
+    run([str(GIGI), *args], HERE, log)
+
+
+def once(stamp: Path, said: str, step) -> bool:
+    """Run STEP unless STAMP says it ran with the inputs SAID; returns whether it ran."""
+    if stamp.exists() and stamp.read_text() == said:
+        return False
+    stamp.unlink(missing_ok=True)
+    step()
+    stamp.write_text(said)
+    return True
+
+
+def scan_and_build(work: Path, jobs: int) -> Path:
+    """The probed build's bin folder: scanned, instrumented, configured, made, installed."""
+    tree = source_tree(PACKAGE, MARKER)
+    t = time.perf_counter()
+    copy = build(tree, work, jobs)
+    commands = compile_commands(copy, work)
+    print(f"tree configured, compile commands derived: {time.perf_counter() - t:.0f} s")
+    sites, probed, inst = work / "sites", work / "probed", work / "inst"
+    only = [a for d in SCANNED for a in ("--only", d)]
+
+    def scan() -> None:
+        shutil.rmtree(sites, ignore_errors=True)
+        gigi(
+            "scan",
+            str(copy),
+            "--out",
+            str(sites),
+            "--compile-commands",
+            str(commands),
+            *only,
+            log=work / "scan.log",
+        )
+
+    t = time.perf_counter()
+    if once(work / "scanned", f"{copy}\n{SCANNED}\n", scan):
+        print(f"scanned {', '.join(SCANNED)} in {time.perf_counter() - t:.1f} s")
+    report = (
+        json.loads((sites / "report.json").read_text()) if (sites / "report.json").exists() else {}
+    )
+    if report:
+        print(f"  {_said(report)}")
+
+    def instrument() -> None:
+        shutil.rmtree(probed, ignore_errors=True)
+        gigi(
+            "instrument",
+            str(copy),
+            "--sites",
+            str(sites),
+            "--out",
+            str(probed),
+            "--compile-commands",
+            str(commands),
+            log=work / "instrument.log",
+        )
+
+    t = time.perf_counter()
+    if once(
+        work / "instrumented",
+        f"{copy}\n{(sites / 'sites.parquet').stat().st_mtime_ns}\n",
+        instrument,
+    ):
+        print(f"instrumented in {time.perf_counter() - t:.1f} s")
+    placed = json.loads((probed / "gigi-instrument.json").read_text())
+    print(f"  {placed['placed']} of {placed['sites']} sites placed in {len(placed['files'])} files")
+    venv = HERE / ".venv" / "bin" / "gigi-query"
+    cflags = subprocess.run([str(venv), "probes", "cflags"], capture_output=True, text=True)
+    libs = subprocess.run([str(venv), "probes", "libs"], capture_output=True, text=True)
+    flags = f"CPPFLAGS={cflags.stdout.strip()}", f"LIBS={libs.stdout.strip()}"
+
+    def make() -> None:
+        shutil.rmtree(inst, ignore_errors=True)
+        run(
+            ["./configure", *CONFIGURE, f"--prefix={inst}", *flags],
+            probed,
+            work / "configure-probed.log",
+        )
+        run(["make", f"-j{jobs}", "-s"], probed, work / "make.log")
+        run(["make", "-s", "install"], probed, work / "install.log")
+
+    t = time.perf_counter()
+    if once(work / "built", f"{(probed / 'gigi-instrument.json').stat().st_mtime_ns}\n", make):
+        warnings = (work / "make.log").read_text(errors="replace").count("warning:")
+        print(f"built and installed in {time.perf_counter() - t:.0f} s ({warnings} warnings)")
+    return inst / "bin"
+
+
+def _said(report: dict) -> str:
+    """The scan's report in a line: resources, and verified sites by kind."""
+    names = sorted(r["name"] for r in report["resources"])
+    kinds = ", ".join(f"{k} {v['verified']}" for k, v in report["kinds"].items())
+    return f"{len(names)} resources ({', '.join(names)}); verified sites: {kinds}"
+
+
+class Sampler(threading.Thread):
+    """pg_stat_activity every 20 ms: the wait events of the active client backends."""
+
+    def __init__(self, server: Server) -> None:
+        super().__init__(daemon=True)
+        self.conn, self.stop = server.connect(), threading.Event()
+        self.samples: Counter = Counter()
+
+    def run(self) -> None:
+        sql = (
+            "SELECT coalesce(wait_event, 'CPU') FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND state = 'active' AND pid <> pg_backend_pid()"
+        )
+        while not self.stop.wait(0.02):
+            for (event,) in self.conn.execute(sql).fetchall():
+                self.samples[event] += 1
+
+    def finish(self) -> Counter:
+        self.stop.set()
+        self.join()
+        self.conn.close()
+        return self.samples
+
+
+def one_run(
+    bins: Path, work: Path, wal_buffers: str, seconds: int, clients: int, timeout: int
+) -> dict:
+    """One traced run: the server's figures, then gigi's diagnosis of its trace."""
+    trace = work / f"trace-{wal_buffers}"
+    shutil.rmtree(trace, ignore_errors=True)
+    trace.mkdir()
+    if os.geteuid() == 0:  # the server runs as its own user, which writes the trace
+        user = pwd.getpwnam(USER)
+        os.chown(trace, user.pw_uid, user.pw_gid)
+    script = work / "bulk.sql"
+    script.write_text(SCRIPT)
+    out: dict = {"wal_buffers": wal_buffers}
+    settings = {**SETTINGS, "wal_buffers": wal_buffers}
+    with Server(settings, bins=bins, env={"GIGI_TRACE": str(trace)}) as server:
+        with server.connect() as conn:
+            conn.execute("CREATE TABLE bulk (id bigserial PRIMARY KEY, pad text)")
+            conn.execute("SELECT pg_stat_reset_shared('wal')")
+        sampler = Sampler(server)
+        sampler.start()
+        bench = subprocess.run(
+            [
+                str(bins / "pgbench"),
+                "-n",
+                "-f",
+                str(script),
+                "-c",
+                str(clients),
+                "-j",
+                "2",
+                "-T",
+                str(seconds),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(server.port),
+                "-U",
+                USER,
+                "postgres",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        samples = sampler.finish()
+        if bench.returncode != 0:
+            sys.exit(f"pgbench failed:\n{bench.stdout[-2000:]}{bench.stderr[-2000:]}")
+        with server.connect() as conn:
+            out["buffers_full"] = conn.execute(
+                "SELECT wal_buffers_full FROM pg_stat_wal"
+            ).fetchone()[0]
+    tps = [ln for ln in bench.stdout.splitlines() if ln.startswith("tps")]
+    out["tps"] = float(tps[0].split("=")[1].split()[0]) if tps else float("nan")
+    total = sum(samples.values())
+    out["wal_lock_share"] = sum(n for e, n in samples.items() if e in WAL_LOCKS) / max(total, 1)
+    out["samples"] = samples
+    print(
+        f"\nwal_buffers {wal_buffers}: {out['tps']:,.0f} TPS, wal_buffers_full "
+        f"{out['buffers_full']:,}, WAL locks {out['wal_lock_share']:.0%} of {total:,} samples "
+        f"of active backends ({', '.join(f'{e} {n}' for e, n in samples.most_common(5))})"
+    )
+    size = sum(f.stat().st_size for f in trace.iterdir())
+    store = work / f"store-{wal_buffers}"
+    shutil.rmtree(store, ignore_errors=True)
+    t = time.perf_counter()
+    gigi("ingest", str(trace), "--store", str(store), log=work / f"ingest-{wal_buffers}.log")
+    out["ingest_s"] = time.perf_counter() - t
+    print(f"  trace {size / 2**20:,.0f} MiB, ingested in {out['ingest_s']:.1f} s")
+    summary(store)
+    t = time.perf_counter()
+    diagnosis = work / f"diagnosis-{wal_buffers}.json"
+    cmd = [str(GIGI), "diagnose", str(store), "--format", "json", "--output", str(diagnosis)]
+    with (work / f"diagnose-{wal_buffers}.log").open("w") as log:
+        try:
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=True)
+        except subprocess.TimeoutExpired:
+            print(f"  diagnose did not finish in {timeout} s")
+            out["findings"] = None
+            return out
+        except subprocess.CalledProcessError as e:
+            sys.exit(f"diagnose failed ({e.returncode}); log {log.name}")
+    out["diagnose_s"] = time.perf_counter() - t
+    d = json.loads(diagnosis.read_text())
+    out["findings"] = d["findings"]
+    print(f"  diagnosed in {out['diagnose_s']:.1f} s")
+    for f in d["findings"][:5]:
+        waits = [s for s in f["sites"] if s["kind"] == "WAIT" and s["role"] == "victim"]
+        where = ", ".join(f"{s['file']}:{s['line']} {s['function']}" for s in waits[:3])
+        print(f"  #{f['rank']} {f['resource']} {f['failure_mode']} {f['score']}: {where or '-'}")
+    if not d["findings"]:
+        print("  no findings")
+    return out
+
+
+def summary(store: Path) -> None:
+    """What the trace holds: events by resource, and its waits (how many, how long in all,
+    how many under a microsecond)."""
+    import duckdb
+
+    entry = next(store.glob("*/manifest.json")).parent
+    manifest = json.loads((entry / "manifest.json").read_text())
+    print(
+        f"  {manifest['events']:,} events, {manifest['dropped']:,} dropped, "
+        f"{manifest['tasks']} tasks, {manifest['resources']} resources"
+    )
+    rows = duckdb.sql(
+        f"""SELECT resource, count(*), count(*) FILTER (WHERE kind = 0),
+                   coalesce(sum(dur) FILTER (WHERE kind = 0), 0) / 1e9,
+                   count(*) FILTER (WHERE kind = 0 AND dur < 1000)
+            FROM read_parquet('{entry}/events/*.parquet') GROUP BY ALL ORDER BY 2 DESC"""
+    ).fetchall()
+    print(f"  {'resource':<24}{'events':>12}{'waits':>10}{'waited s':>10}{'< 1 us':>10}")
+    for r, n, waits, waited, tiny in rows[:12]:
+        print(f"  {r:<24}{n:>12,}{waits:>10,}{waited:>10.2f}{tiny:>10,}")
+
+
+def wal(finding: dict) -> bool:
+    """A finding on the WAL's buffers or the locks that guard their insertion and write-out."""
+    return any(s["file"] == "xlog.c" for s in finding["sites"] if s["role"] == "victim")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, help="kept between runs (default: a new temp dir)")
+    ap.add_argument("--seconds", type=int, default=15)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--wal-buffers", default="32kB,512MB")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds a diagnosis may take")
+    args = ap.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="gigi-pgloop-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o755)  # the server's user reads the build and writes the traces
+    print(f"work: {work}")
+    bins = scan_and_build(work, args.jobs)
+    runs = [
+        one_run(bins, work, w, args.seconds, args.clients, args.timeout)
+        for w in args.wal_buffers.split(",")
+    ]
+    small, large = runs[0], runs[-1]
+    print(
+        f"\nTPS {small['wal_buffers']} / {large['wal_buffers']}: "
+        f"{small['tps'] / large['tps']:.2f}; wal_buffers_full "
+        f"{small['buffers_full']:,} against {large['buffers_full']:,}"
+    )
+    if small["findings"] is None or large["findings"] is None:
+        print("goals: not known, a diagnosis did not finish")
+        return
+    top = small["findings"][:1]
+    print(
+        f"goal, {small['wal_buffers']}: a WAL resource ranked 1 with a wait site in xlog.c: "
+        f"{'met' if top and wal(top[0]) else 'NOT met'}"
+    )
+    on_wal = [f for f in large["findings"] if wal(f)]
+    print(
+        f"goal, {large['wal_buffers']}: no finding on the WAL: "
+        f"{'met' if not on_wal else f'NOT met ({len(on_wal)})'}"
+    )
+
+
+if __name__ == "__main__":
+    main()
