@@ -126,6 +126,38 @@ def test_duckdb_over_the_lake_finds_what_the_store_finds(recorded):
         )
 
 
+def test_holds_that_cover_a_stretch_whole_are_one_row_there():
+    """The blame's rows cut into stretches: a hold goes to the stretches it begins and ends
+    in, and in those it covers whole the holds of one (resource, object, task) are one row,
+    their units added. Each task holds as many units for as long in every stretch as when
+    every hold goes to every stretch it overlaps, in a fraction of the rows (a hold open to
+    the trace's end was a row in each stretch after it)."""
+    import duckdb
+
+    from gigi.lake._stretches import bounds, chunked, chunked_holders_merged
+
+    union = """SELECT * FROM (VALUES
+        (1, 'r', 0, 1, 0, 1000, 2, 0), (1, 'r', 0, 1, 50, 990, 1, 0),
+        (1, 'r', 0, 2, 0, 1000, 1, 0), (1, 'r', 7, 2, 120, 130, 1, 0),
+        (0, 'r', 0, 3, 100, 900, 1, 42))
+        AS u(src, resource, object, task, s, e, weight, seq)"""
+    start, span, chunks = 0, 1000, 10
+
+    def held(sql: str) -> tuple[int, dict]:
+        rows = duckdb.sql(sql).fetchall()
+        out: dict = {}
+        for src, res, obj, task, s, e, weight, seq, chunk in rows:
+            lo, hi = bounds(chunk, start, span, chunks)
+            key = (chunk, src, res, obj, task, seq)
+            out[key] = out.get(key, 0) + weight * (min(e, hi) - max(s, lo))
+        return len(rows), out
+
+    n_all, want = held(chunked(union, start, span, chunks))
+    n_merged, got = held(chunked_holders_merged(union, start, span, chunks))
+    assert got == want
+    assert (n_all, n_merged) == (39, 31)  # 8 stretches covered by 2 tasks: 16 rows, not 24
+
+
 def test_duckdb_a_stretch_at_a_time_computes_what_it_computes_in_memory(recorded, monkeypatch):
     """The at-scale path (the sweeps a stretch of time at a time, the partial rows adding up in
     DuckDB's tables, the per-task figures in SQL a part of the tasks at a time) gives the
@@ -275,8 +307,8 @@ from gigi.lake import _duckdb_metrics as m
 from gigi.cli import main
 m.AT_SCALE = 1  # this small trace takes the path of a large one
 sweep = m._by_stretch
-def stalled(*args):
-    sweep(*args)
+def stalled(*args, **kw):
+    sweep(*args, **kw)
     Path({str(marker)!r}).touch()
     time.sleep(120)
 m._by_stretch = stalled

@@ -71,7 +71,7 @@ def compute(con, stages, folder: str, chunks: int | None = None) -> None:
     with stages("blame: attribution over waits and holds"):
         blame = f"{folder}/blame"
         sweep = _marking_cut(stretch.blame_sweep(names, *cut), *cut)
-        _by_stretch(con, stretch.BLAME_UNION, sweep, BLAME_ARROW, blame, *cut)
+        _by_stretch(con, stretch.BLAME_UNION, sweep, BLAME_ARROW, blame, *cut, merged=True)
         # a wait within one stretch has its rows from that stretch alone; the rows of the
         # others are summed over the stretches; then rounded half to even, as Spark's bround
         parts = f"read_parquet('{blame}/*.parquet')"
@@ -173,17 +173,21 @@ def _spill(con) -> str:
     return spill
 
 
-def _by_stretch(con, union_sql: str, sweep, schema: pa.Schema, folder: str, start, span, chunks):
+def _by_stretch(
+    con, union_sql: str, sweep, schema: pa.Schema, folder: str, start, span, chunks, merged=False
+):
     """``sweep`` over each stretch's rows of ``union_sql``, its results (of ``schema``) written
-    to ``folder``, a Parquet file a stretch (one with none if no stretch has rows).
+    to ``folder``, a Parquet file a stretch (one with none if no stretch has rows). MERGED:
+    the holders covering a stretch whole are merged (``chunked_holders_merged``).
 
     The rows are first written out as Parquet partitioned by stretch, which DuckDB streams
     (one sort of them all by stretch spilled and grew faster than the trace); then each
     stretch's own files are read and swept."""
     Path(folder).mkdir(exist_ok=True)
+    cutting = stretch.chunked_holders_merged if merged else stretch.chunked
     with tempfile.TemporaryDirectory(prefix="stretches-", dir=_spill(con)) as rows_folder:
         con.execute(
-            f"COPY ({stretch.chunked(union_sql, start, span, chunks)}) TO '{rows_folder}' "
+            f"COPY ({cutting(union_sql, start, span, chunks)}) TO '{rows_folder}' "
             "(FORMAT parquet, PARTITION_BY (chunk))"
         )
         written = sorted(int(p.name.split("=", 1)[1]) for p in Path(rows_folder).glob("chunk=*"))

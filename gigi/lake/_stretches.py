@@ -67,6 +67,46 @@ def chunked(union_sql: str, start: int, span: int, chunks: int) -> str:
             FROM ({union_sql}) AS u"""
 
 
+def chunked_holders_merged(union_sql: str, start: int, span: int, chunks: int) -> str:
+    """``chunked`` for the blame's rows: a holder's row (``src`` 1) goes only to the
+    stretches where it begins and ends. In a stretch it covers whole, its units are added to
+    those of the other holds of the same (resource, object, task) that cover it, in one row
+    per stretch (``s`` and ``e`` past the stretch's bounds, which the sweep cuts them to):
+    the sweep reads only how many units each task holds of each (resource, object), so the
+    blame is the same, and a hold never released, open to the trace's end, no longer costs a
+    row in every stretch after it. (DuckDB's SQL.)"""
+    of = lambda x: (  # noqa: E731
+        f"least(greatest(({x} - {start}) * {chunks} // {span}, 0), {chunks - 1})"
+    )
+    return f"""
+        WITH u AS (SELECT *, {of("s")} AS c0, {of("greatest(e - 1, s)")} AS c1
+                   FROM ({union_sql})),
+        steps AS (  -- the units a (resource, object, task) covers whole from stretch k on
+            SELECT resource, object, task, k, CAST(sum(d) AS BIGINT) AS d FROM (
+                SELECT resource, object, task, c0 + 1 AS k, weight AS d
+                FROM u WHERE src = 1 AND c1 - c0 >= 2
+                UNION ALL
+                SELECT resource, object, task, c1 AS k, -weight AS d
+                FROM u WHERE src = 1 AND c1 - c0 >= 2)
+            GROUP BY ALL),
+        levels AS (
+            SELECT resource, object, task, k,
+                   sum(d) OVER (PARTITION BY resource, object, task ORDER BY k) AS w,
+                   lead(k) OVER (PARTITION BY resource, object, task ORDER BY k) AS next_k
+            FROM steps)
+        SELECT * EXCLUDE (c0, c1), unnest(generate_series(c0, c1)) AS chunk
+        FROM u WHERE src <> 1
+        UNION ALL
+        SELECT * EXCLUDE (c0, c1), c0 AS chunk FROM u WHERE src = 1
+        UNION ALL
+        SELECT * EXCLUDE (c0, c1), c1 AS chunk FROM u WHERE src = 1 AND c1 > c0
+        UNION ALL BY NAME
+        SELECT 1 AS src, resource, object, task, CAST({start} - 1 AS BIGINT) AS s,
+               CAST({start + span + 1} AS BIGINT) AS e, CAST(w AS BIGINT) AS weight,
+               0 AS seq, unnest(generate_series(k, next_k - 1)) AS chunk
+        FROM levels WHERE w > 0 AND next_k IS NOT NULL"""
+
+
 def bounds(chunk: int, start: int, span: int, chunks: int) -> tuple[int, int]:
     """Stretch ``chunk``'s ``[lo, hi)`` (see ``chunked``)."""
     lo = start + -(-chunk * span // chunks) if chunk > 0 else -(2**63)
