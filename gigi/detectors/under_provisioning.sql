@@ -96,6 +96,44 @@ WITH bound AS (
     LEFT JOIN waits AS w ON w.resource = o.resource AND w.task = o.task AND w.end_ts <= o.ts
     WHERE o.kind = 3 AND coalesce(o.prev_kind, 3) = 3
     GROUP BY o.resource, o.task, o.seq, o.ts, o.amount, o.prev_ts, t.start, i.start
+), held_at_ends AS (
+    -- the units held at each window's end (acquired at or before it, held past it): a
+    -- running sum over the holds' starts (+) and ends (-) in time order, read at the
+    -- windows' ends, which sort after the holds' points at the same instant (a range join of
+    -- holds and windows grew as holds times windows: a hold open to the trace's end met every
+    -- window after it)
+    SELECT resource, window_index, units, idle_units
+    FROM (SELECT resource, window_index, tag,
+                 sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
+                     AS units,
+                 sum(di) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
+                     AS idle_units
+          FROM (SELECT resource, acquire_ts AS ts, 0 AS tag, -1 AS window_index, amount AS d,
+                       CASE WHEN idle THEN amount ELSE 0 END AS di
+                FROM held WHERE resource IN (SELECT resource FROM bound)
+                UNION ALL
+                SELECT resource, greatest(held_until, acquire_ts), 0, -1, -amount,
+                       CASE WHEN idle THEN -amount ELSE 0 END
+                FROM held WHERE resource IN (SELECT resource FROM bound)
+                UNION ALL
+                SELECT resource, window_end, 1, window_index, 0, 0
+                FROM metrics_outstanding WHERE resource IN (SELECT resource FROM bound)))
+    WHERE tag = 1
+), own_held_at_ends AS (
+    -- the same for the holds paired within each task
+    SELECT resource, window_index, units
+    FROM (SELECT resource, window_index, tag,
+                 sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
+                     AS units
+          FROM (SELECT resource, acquire_ts AS ts, 0 AS tag, -1 AS window_index, amount AS d
+                FROM own_held WHERE resource IN (SELECT resource FROM bound)
+                UNION ALL
+                SELECT resource, greatest(held_until, acquire_ts), 0, -1, -amount
+                FROM own_held WHERE resource IN (SELECT resource FROM bound)
+                UNION ALL
+                SELECT resource, window_end, 1, window_index, 0
+                FROM metrics_outstanding WHERE resource IN (SELECT resource FROM bound)))
+    WHERE tag = 1
 ), full_share AS (
     -- Share of the window ends at which the resource was (near) full, counted three ways: by
     -- the running sum of its events, by the holds open then (each ended at its task's end),
@@ -115,21 +153,10 @@ WITH bound AS (
                AS share
     FROM metrics_outstanding AS o
     JOIN bound AS b USING (resource)
-    LEFT JOIN (
-        SELECT o2.resource, o2.window_index, sum(h.amount) AS units,
-               sum(CASE WHEN h.idle THEN h.amount ELSE 0 END) AS idle_units
-        FROM metrics_outstanding AS o2
-        JOIN held AS h ON h.resource = o2.resource AND h.acquire_ts <= o2.window_end
-            AND h.held_until > o2.window_end
-        GROUP BY ALL
-    ) AS hw ON hw.resource = o.resource AND hw.window_index = o.window_index
-    LEFT JOIN (
-        SELECT o3.resource, o3.window_index, sum(h.amount) AS units
-        FROM metrics_outstanding AS o3
-        JOIN own_held AS h ON h.resource = o3.resource AND h.acquire_ts <= o3.window_end
-            AND h.held_until > o3.window_end
-        GROUP BY ALL
-    ) AS ow ON ow.resource = o.resource AND ow.window_index = o.window_index
+    LEFT JOIN held_at_ends AS hw
+        ON hw.resource = o.resource AND hw.window_index = o.window_index
+    LEFT JOIN own_held_at_ends AS ow
+        ON ow.resource = o.resource AND ow.window_index = o.window_index
     GROUP BY o.resource
 ), waiters AS (
     SELECT resource, min_by(task, {'ns': -ns, 'task': task}, 100) AS victim_tasks,
