@@ -89,19 +89,11 @@ def scan_and_build(work: Path, jobs: int) -> Path:
     print(f"tree configured, compile commands derived: {time.perf_counter() - t:.0f} s")
     sites, probed, inst = work / "sites", work / "probed", work / "inst"
     only = [a for d in SCANNED for a in ("--only", d)]
+    with_commands = ["--compile-commands", str(commands)]
 
     def scan() -> None:
         shutil.rmtree(sites, ignore_errors=True)
-        gigi(
-            "scan",
-            str(copy),
-            "--out",
-            str(sites),
-            "--compile-commands",
-            str(commands),
-            *only,
-            log=work / "scan.log",
-        )
+        gigi("scan", str(copy), "--out", str(sites), *with_commands, *only, log=work / "scan.log")
 
     t = time.perf_counter()
     if once(work / "scanned", f"{copy}\n{SCANNED}\n", scan):
@@ -121,8 +113,7 @@ def scan_and_build(work: Path, jobs: int) -> Path:
             str(sites),
             "--out",
             str(probed),
-            "--compile-commands",
-            str(commands),
+            *with_commands,
             log=work / "instrument.log",
         )
 
