@@ -292,7 +292,7 @@ class PgModel:
         return f"{now}, after writing {tables}" if now else f"pid {b.pid}: a write to {tables}"
 
     @staticmethod
-    def _renamed(b: Backend, named_by: object, seen_at: int) -> bool:
+    def _renamed(b: Backend, named_by: object, seen_at: object) -> bool:
         """Whether the statement B shows now, not the one that named a hold or a wait, was
         already running when the locks that first showed it were read (at SEEN_AT, on the
         server's clock): it began between that poll's read of the activity and its read of
@@ -473,8 +473,8 @@ class PgModel:
             base = key[1][: -len(SHARED_SUFFIX)] if not is_exclusive(key[1]) else key[1]
             took = self._took(b, base, written[key[0]], owner.waiting)
             if took is not None:
-                if owner.took_waited == hold.took:
-                    owner.took_waited = took
+                if hold.took is not None and owner.took_waited == hold.took:
+                    owner.took_waited = took  # somebody waited for it: named by it
                 hold.took, hold.named_by = took, b.query_key
         ordered(acquires, releases)
         for at, resource, obj, task, _, thread in sorted(releases, key=lambda r: r[0]):
