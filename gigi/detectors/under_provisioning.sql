@@ -75,6 +75,22 @@ WITH bound AS (
     WHERE e.kind IN (1, 3) AND e.task IS NOT NULL
         AND e.resource IN (SELECT resource FROM self_released)
     WINDOW w AS (PARTITION BY e.resource, e.object, e.task ORDER BY e.ts, e.seq)
+), last_waits AS (
+    -- for each RELEASE with no ACQUIRE of its own before it, the end of its task's last wait
+    -- for the resource that ended at or before it: a running max over the waits' ends and
+    -- the RELEASEs in time order, a wait's end first at one instant (a join of RELEASEs and
+    -- waits grew as their product, per task)
+    SELECT seq, waited_until
+    FROM (SELECT seq, tag,
+                 max(wait_end) OVER (PARTITION BY resource, task ORDER BY t, tag
+                                     ROWS UNBOUNDED PRECEDING) AS waited_until
+          FROM (SELECT resource, task, end_ts AS t, 0 AS tag, -1 AS seq, end_ts AS wait_end
+                FROM waits
+                WHERE end_ts IS NOT NULL AND resource IN (SELECT resource FROM self_released)
+                UNION ALL
+                SELECT resource, task, ts, 1, seq, NULL
+                FROM own WHERE kind = 3 AND coalesce(prev_kind, 3) = 3))
+    WHERE tag = 1
 ), own_held AS (
     -- The same units paired within each task, where units are let go by their takers: an
     -- ACQUIRE lasts to the task's next event of the object (its RELEASE, or, that lost, its
@@ -90,12 +106,11 @@ WITH bound AS (
     UNION ALL
     SELECT o.resource,
            greatest(coalesce(o.prev_ts, i.start), coalesce(t.start, i.start),
-                    coalesce(max(w.end_ts), i.start)),
+                    coalesce(l.waited_until, i.start)),
            o.amount, o.ts
     FROM own AS o LEFT JOIN tasks AS t ON t.task = o.task CROSS JOIN trace_info AS i
-    LEFT JOIN waits AS w ON w.resource = o.resource AND w.task = o.task AND w.end_ts <= o.ts
+    LEFT JOIN last_waits AS l ON l.seq = o.seq
     WHERE o.kind = 3 AND coalesce(o.prev_kind, 3) = 3
-    GROUP BY o.resource, o.task, o.seq, o.ts, o.amount, o.prev_ts, t.start, i.start
 ), held_at_ends AS (
     -- the units held at each window's end (acquired at or before it, held past it): a
     -- running sum over the holds' starts (+) and ends (-) in time order, read at the
