@@ -133,7 +133,7 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
 
 def _held(ci, c) -> list:
     """The statements a holder C holds without braces, not its condition or its case's value
-    (``if (a &&\n b())``: the condition is no statement a probe may stand beside): a label's
+    (a condition is no statement: a probe braced in it does not compile): a label's
     statement, a case's last child, a do's body, and the children of an if, while or for that
     begin after the parenthesis closing its header."""
     K = ci.CursorKind
