@@ -60,9 +60,7 @@ def chunked(union_sql: str, start: int, span: int, chunks: int) -> str:
     for an instant), each once per stretch of time it overlaps, with the stretch's number
     ``chunk``. Stretch k is ``[start + ceil(k span / chunks), start + ceil((k+1) span /
     chunks))``, the first open to the past and the last to the future."""
-    of = lambda x: (  # noqa: E731
-        f"least(greatest(({x} - {start}) * {chunks} // {span}, 0), {chunks - 1})"
-    )
+    of = lambda x: _stretch_of(x, start, span, chunks)  # noqa: E731
     return f"""SELECT u.*, unnest(generate_series({of("s")}, {of("greatest(e - 1, s)")})) AS chunk
             FROM ({union_sql}) AS u"""
 
@@ -75,9 +73,7 @@ def chunked_holders_merged(union_sql: str, start: int, span: int, chunks: int) -
     the sweep reads only how many units each task holds of each (resource, object), so the
     blame is the same, and a hold never released, open to the trace's end, no longer costs a
     row in every stretch after it. (DuckDB's SQL.)"""
-    of = lambda x: (  # noqa: E731
-        f"least(greatest(({x} - {start}) * {chunks} // {span}, 0), {chunks - 1})"
-    )
+    of = lambda x: _stretch_of(x, start, span, chunks)  # noqa: E731
     return f"""
         WITH u AS (SELECT *, {of("s")} AS c0, {of("greatest(e - 1, s)")} AS c1
                    FROM ({union_sql})),
@@ -105,6 +101,11 @@ def chunked_holders_merged(union_sql: str, start: int, span: int, chunks: int) -
                CAST({start + span + 1} AS BIGINT) AS e, CAST(w AS BIGINT) AS weight,
                0 AS seq, unnest(generate_series(k, next_k - 1)) AS chunk
         FROM levels WHERE w > 0 AND next_k IS NOT NULL"""
+
+
+def _stretch_of(x: str, start: int, span: int, chunks: int) -> str:
+    """SQL for the stretch that the time ``x`` falls in (see ``chunked``)."""
+    return f"least(greatest(({x} - {start}) * {chunks} // {span}, 0), {chunks - 1})"
 
 
 def bounds(chunk: int, start: int, span: int, chunks: int) -> tuple[int, int]:

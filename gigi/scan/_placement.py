@@ -133,25 +133,11 @@ def _statements(ci, fn, raw: bytes) -> list[_Stmt]:
 
 def _held(ci, c) -> list:
     """The statements a holder C holds without braces, not its condition or its case's value
-    (a condition is no statement: a probe braced in it does not compile): a label's
-    statement, a case's last child, a do's body, and the children of an if, while or for that
-    begin after the parenthesis closing its header."""
-    K = ci.CursorKind
-    kids = list(c.get_children())
-    if c.kind in (K.LABEL_STMT, K.DEFAULT_STMT):
-        return kids
-    if c.kind in (K.CASE_STMT, K.DO_STMT):
-        return kids[-1:] if c.kind == K.CASE_STMT else kids[:1]
-    depth = 0
-    for t in c.get_tokens():
-        if t.spelling == "(":
-            depth += 1
-        elif t.spelling == ")":
-            depth -= 1
-            if depth == 0:
-                closed = t.extent.end.offset
-                return [k for k in kids if k.extent.start.offset >= closed]
-    return []
+    (a condition is no statement: a probe braced in it does not compile): its conditional
+    parts, or a do's body."""
+    if c.kind == ci.CursorKind.DO_STMT:
+        return [x for x in (_loop_body(ci, c),) if x is not None]
+    return _conditional_parts(ci, c)
 
 
 def _endless(ci, loop) -> bool:
