@@ -40,6 +40,15 @@ def lock_class(base: str, exclusive: bool) -> str:
     return base if exclusive else base + SHARED_SUFFIX
 
 
+def lock_type(resource: str) -> str:
+    """The lock type a class of it stands for: ``lock_class``'s inverse.
+
+    >>> lock_type("pg.lock.relation.shared"), lock_type("pg.lock.tuple")
+    ('pg.lock.relation', 'pg.lock.tuple')
+    """
+    return resource if is_exclusive(resource) else resource[: -len(SHARED_SUFFIX)]
+
+
 def is_exclusive(resource: str) -> bool:
     return not resource.endswith(SHARED_SUFFIX)
 

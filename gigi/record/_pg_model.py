@@ -44,7 +44,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from gigi.record._locks import SHARED_SUFFIX, is_exclusive, lock_class, ordered, resource_row
+from gigi.record._locks import is_exclusive, lock_class, lock_type, ordered, resource_row
 from gigi.schema import Kind
 from gigi.schema._write import TraceWriter
 
@@ -456,7 +456,7 @@ class PgModel:
             at = min(ts, max(prev, owner.start))
             # a lock that changed hands, or that it waited for, in this poll: at this poll,
             # after the previous holder's RELEASE and its own wait's end
-            base = key[1][: -len(SHARED_SUFFIX)] if not is_exclusive(key[1]) else key[1]
+            base = lock_type(key[1])
             if key[1:] in handed or (key[0], base, key[2]) in waited:
                 at = ts
             b = by_pid.get(thread)
@@ -470,7 +470,7 @@ class PgModel:
             hold, b = self._holds[key], by_pid.get(thread)
             if b is None or not self._renamed(b, hold.named_by, hold.seen_at):
                 continue
-            base = key[1][: -len(SHARED_SUFFIX)] if not is_exclusive(key[1]) else key[1]
+            base = lock_type(key[1])
             took = self._took(b, base, written[key[0]], owner.waiting)
             if took is not None:
                 if hold.took is not None and owner.took_waited == hold.took:
