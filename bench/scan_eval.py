@@ -5,7 +5,8 @@
 
 Real codebases first (tests/scan_real/*.json: Redis, nginx, libuv, memcached, httpd,
 PostgreSQL, pgbouncer, lighttpd, HAProxy, Unbound, mosquitto, libmicrohttpd, libevent,
-dnsmasq, APR, curl, each fetched from Debian's source packages by tests/debian.py, and
+dnsmasq, APR, curl, rsyslog, Tor, h2o, LMDB, Knot Resolver, each fetched from Debian's
+source packages by tests/debian.py, and
 llama.cpp's KV cache in C++, from the llama-cpp-python source distribution; with function
 labels written from reading the code):
 the labeled files scanned offline in their whole tree, and per codebase and stage

@@ -734,6 +734,61 @@ def test_an_arena_is_found_by_what_carving_does(tmp_path):
     assert "session" not in {g.name for g in r.resources}
 
 
+APPENDED = """
+#include <stdlib.h>
+#include <string.h>
+typedef int result_code;
+/* a text buffer that grows: nothing in its names says buffer, count or capacity */
+struct textbuf { char *bytes; size_t filled; size_t room; size_t cap; };
+
+result_code textbuf_put(struct textbuf *t, const void *data, size_t n) {
+    size_t at = t->filled;
+    size_t need = at + n + 1;
+    if (need > t->cap)
+        return -1;
+    if (need > t->room) {
+        char *grown = realloc(t->bytes, need * 2);
+        if (!grown)
+            return -1;
+        t->bytes = grown;
+        t->room = need * 2;
+    }
+    memcpy(&t->bytes[at], data, n);
+    t->filled = at + n;
+    t->bytes[t->filled] = 0;
+    return 0;
+}
+void textbuf_clear(struct textbuf *t) {
+    t->filled = 0;
+}
+/* reading it takes nothing */
+size_t textbuf_len(const struct textbuf *t) {
+    return t->filled;
+}
+/* a record whose bytes are allocated anew but never appended to: a setting, not a buffer */
+struct label { char *text; size_t len; };
+void label_set(struct label *l, const char *s, size_t n) {
+    l->text = realloc(l->text, n + 1);
+    l->len = n;
+}
+"""
+
+
+def test_a_growable_buffer_is_found_by_what_appending_does(tmp_path):
+    """A record whose bytes are allocated anew at another size, and which a copy into those
+    bytes moves a length of forward, is a buffer of bytes: the append takes them (and the
+    copy uses them), setting the length back gives them back."""
+    r, got = _sites_by(tmp_path, "textbuf.c", APPENDED, r"")
+    assert {x for x in got if x[2] == "textbuf"} == {
+        ("textbuf_put", "ACQUIRE", "textbuf"),
+        ("textbuf_put", "USE", "textbuf"),
+        ("textbuf_clear", "RELEASE", "textbuf"),
+    }, got
+    buf = next(g for g in r.resources if g.name == "textbuf")
+    assert (buf.unit, buf.positions) == ("bytes", ["textbuf.filled"])
+    assert "label" not in {g.name for g in r.resources}
+
+
 SLOTS = """
 #include <pthread.h>
 #include <stdbool.h>

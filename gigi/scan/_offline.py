@@ -50,15 +50,30 @@ FREE_LIST = re.compile(r"free|lru|avail|idle|unused|spare|recycl|pool|empty|cach
 # locals that hold a status code (rc = write(log->fd, ...)): derived from the resource, yet
 # neither an object nor anything handed out
 STATUS = re.compile(r"^(rc|rv|ret|retval|err|errcode|error|status)$")
-# a type of status codes: apr_status_t, esp_err_t
-STATUS_TYPE = re.compile(r"status|(^|_)err(or)?(_t)?\b", re.I)
+# a type of status codes, by its name: apr_status_t, esp_err_t, rsRetVal, CURLcode,
+# isc_result_t
+STATUS_TYPE = re.compile(
+    r"status|(^|_)err(or)?(_t)?\b|ret_?val|[a-z]code\b|(^|_)result(_t)?\b", re.I
+)
+
+
+def status_type(declared: str) -> bool:
+    """Whether a type, as declared, is one of status codes.
+
+    >>> [status_type(t) for t in ("apr_status_t", "rsRetVal", "CURLcode", "isc_result_t")]
+    [True, True, True, True]
+    >>> [status_type(t) for t in ("opcode_t", "size_t", "struct result_set *|x", "Retry")]
+    [False, False, False, False]
+    """
+    spelt = declared.split("|")[0]
+    return bool(STATUS_TYPE.search(spelt)) and "*" not in spelt
 
 
 def is_status(fn: Function, local: str) -> bool:
     """Whether a local is a status code: named as one, or of a status type, and not a
     pointer (``void *ret`` is what an allocator hands out)."""
     declared = fn.locals.get(local, "")
-    named = STATUS.match(local) or STATUS_TYPE.search(declared.split("|")[0])
+    named = STATUS.match(local) or status_type(declared)
     return bool(named) and "*" not in declared
 
 
@@ -537,6 +552,9 @@ class ResourceGuess:
     # an arena's positions, which handing out bytes moves past them (MemoryPool.pos, .end):
     # set back to a value not read from them, they give every block past it back at once
     positions: list[str] = field(default_factory=list)
+    # of those, a growable buffer's lengths: appending moves them forward, and only cutting
+    # them (``set_back``) gives bytes back
+    lengths: list[str] = field(default_factory=list)
     # records that keep a free list of its objects, though not its objects' owner
     # (``ngx_cycle_s.free_connections`` of ngx_connection_s): of them, that list and its
     # count are among its members, and nothing else
@@ -946,7 +964,8 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     ]
     cas = [c for c in fn.calls if CAS.search(c.callee)]
     carved = bumps(fn, mine)  # what it returns was read from the position it moved
-    pops = pops_of(fn, guess) + carved
+    appended = appends(fn, guess.positions)  # or it wrote the bytes before the position it moved
+    pops = pops_of(fn, guess) + carved + appended
     # a member handed out is an object when it points to one (not a count or a mode)
     pointing = {f"{m.record}.{m.name}" for m in guess.members if m.element or "*" in m.type}
     returns_object = any(record_pattern(r).search(fn.return_type) for r in mine) or any(
@@ -980,6 +999,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
         and (
             returns_object
             or carved
+            or appended
             or handed_out
             or referenced
             or named
@@ -1067,7 +1087,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
     gives = [e for e in effects if e.what in ("count lowered", "put back")]
     if guess.positions and not queued:
         # the blocks past the position are given back, not the arena, which lives on
-        for a in set_back(fn, guess.positions)[-1:]:
+        for a in set_back(fn, guess.positions, guess.lengths)[-1:]:
             cand("RELEASE", a.line, f"sets the arena's position ({a.target}) back")
     if not queued and effects and (named_for(RELEASE_NAME, short) or gives):
         # where every call gives back: the last effect on the fewest branches (sqlite3PcacheRelease
@@ -1882,6 +1902,99 @@ def arenas(
     return out
 
 
+# a call that makes an allocation anew at another size: how a growable buffer grows
+RESIZES = re.compile(r"realloc", re.I)
+
+
+def moved_forward(fn: Function, a, read: dict[str, set[str]]) -> bool:
+    """Whether assignment A moves its target forward from where it was (``pos += n``;
+    ``s->leng = indx + len`` where indx was read from s->leng)."""
+    if a.op == "+=":
+        return True
+    if a.op != "=" or "+" not in a.text.split("=", 1)[-1]:
+        return False
+    return a.target in a.sources or any(a.target in read.get(x, ()) for x in a.sources)
+
+
+def appends(fn: Function, positions: list[str]) -> list:
+    """The POSITIONS (a growable buffer's length, an arena's position) that FN moves forward
+    while it copies data in (``memcpy(&s->bufr[indx], mem, len); s->leng = indx + len``):
+    bytes of the buffer taken for data, not handed out to the caller (``bumps``)."""
+    if not positions or not any(copies(c.callee) for c in fn.calls):
+        return []
+    read = locals_read(fn)
+    return [a for a in fn.assigns if a.target in positions and moved_forward(fn, a, read)]
+
+
+def copies(callee: str) -> bool:
+    """Whether a call copies data into what it is handed (memcpy, strcpy, a code's own
+    ``buffer_copy``)."""
+    return bool(MEMORY.match(callee) or re.search(r"cpy|copy", callee, re.I))
+
+
+def growables(
+    functions: list[Function], members: list[Member], resources: list
+) -> list[ResourceGuess]:
+    """Records that are growable buffers by what the code does with them: their bytes are
+    allocated anew at a larger size (``p = realloc(s->bufr, a); s->bufr = p``), and a
+    function that copies into those bytes moves a length of the record forward
+    (``memcpy(&s->bufr[indx], mem, len); s->leng = indx + len``). Appending takes bytes of
+    the buffer, and setting its length back gives them back, whatever the record and its
+    members are named (curl's dynbuf: bufr, leng, allc, toobig)."""
+    by_record = members_by_record(members)
+    known = {g.name: g for g in resources}
+    carvable = {
+        rec: {f"{rec}.{m.name}" for m in ms if BYTES.match(m.type.strip())}
+        for rec, ms in by_record.items()
+    }
+    resized: dict[str, Function] = {}
+    for fn in functions:
+        made = {
+            a.target
+            for a in fn.assigns
+            if a.target in fn.locals and any(RESIZES.search(c) for c in a.calls)
+        }
+        for a in fn.assigns:
+            rec = a.target.split(".", 1)[0]
+            if "." not in a.target or a.target not in carvable.get(rec, ()):
+                continue
+            if any(RESIZES.search(c) for c in a.calls) or set(a.sources) & made:
+                resized.setdefault(rec, fn)
+    positions: dict[str, set[str]] = {}
+    for fn in functions:
+        read = locals_read(fn)
+        touched = {
+            a.record for a in fn.accesses if f"{a.record}.{a.member}" in carvable.get(a.record, ())
+        }
+        if not touched & resized.keys():
+            continue
+        if not any(copies(c.callee) for c in fn.calls):
+            continue
+        for a in fn.assigns:
+            rec = a.target.split(".", 1)[0]
+            if rec not in touched or rec not in resized or a.target in carvable[rec]:
+                continue
+            member = a.target.split(".", 1)[1]
+            typed = next((m.type for m in by_record[rec] if m.name == member), "")
+            if INTEGER.match(typed.strip()) and moved_forward(fn, a, read):
+                positions.setdefault(rec, set()).add(a.target)
+    out = []
+    # (a record already a resource of other units, a message shared by reference that holds
+    # its text, or a connection that holds its read buffer, is not a buffer of bytes: its
+    # lengths set anew are not units given back)
+    for rec in sorted(positions.keys() - known.keys()):
+        fn = resized[rec]
+        why = (
+            f"a growable buffer: {fn.name} allocates its bytes anew, and appending moves "
+            f"{', '.join(sorted(positions[rec]))} past what it copies in"
+        )
+        g = ResourceGuess(rec, fn.file, fn.line, "pool", "bytes", [], 1.0, [why])
+        g.members, g.positions = list(by_record.get(rec, [])), sorted(positions[rec])
+        g.lengths = g.positions
+        out.append(g)
+    return out
+
+
 TEARS_DOWN = re.compile(r"free|destroy|delete|release|unmap|close|dispose|finali[sz]e", re.I)
 
 
@@ -1940,9 +2053,13 @@ def _torn_at_zero(fn: Function, lowered) -> bool:
     return False
 
 
-def set_back(fn: Function, positions: list[str]) -> list:
+def set_back(fn: Function, positions: list[str], lengths: list[str] = ()) -> list:
     """Assignments that set an arena's position to a value not read from it (``pool->pos =
-    new_size``, ``p->d.last = (u_char *) p + sizeof(*p)``): every block past it given back."""
+    new_size``, ``p->d.last = (u_char *) p + sizeof(*p)``): every block past it given back.
+    A growable buffer's length (LENGTHS) is given back only when cut: set to a constant
+    (``s->leng = 0``), or to a value the function tests against it (``if (set > s->leng)
+    return ...; s->leng = set``); set to anything else, its content is replaced (a value's
+    text set anew), no bytes given back."""
     read = locals_read(fn)
     # a block the function just made (new = malloc(...)) is set up, not set back
     made: set[str] = set()
@@ -1961,7 +2078,15 @@ def set_back(fn: Function, positions: list[str]) -> list:
         if value.strip() and any(where in cond and value in cond for cond in tests):
             continue
         derived = set(a.sources).union(*(read.get(x, set()) for x in a.sources))
-        if a.target not in derived:
+        if a.target in derived:
+            continue
+        # (the value at the end of a chain: s->leng = s->allc = 0)
+        constant = re.fullmatch(r"\s*-?\d+[uUlL]*\s*", value.rsplit("=", 1)[-1])
+        cut = constant or any(
+            where in f" {b.cond} " and value in f" {b.cond} " and COMPARES.search(b.cond)
+            for b in fn.branches
+        )
+        if a.target not in lengths or cut:
             out.append(a)
     return out
 

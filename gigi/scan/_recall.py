@@ -13,6 +13,7 @@ from gigi.scan._offline import (
     ResourceGuess,
     arenas,
     gives_units,
+    growables,
     limited_counts,
     list_elements,
     log_levels,
@@ -101,6 +102,7 @@ def recall(
     through_calls(list(functions.values()), {r.name for r in records})
     guesses = recaller.resources(records, members)
     guesses += arenas(list(functions.values()), members, guesses)
+    guesses += growables(list(functions.values()), members, guesses)
     guesses += shared_objects(list(functions.values()), members, guesses)
     names = {g.name: g for g in guesses}
     own = owners(guesses)

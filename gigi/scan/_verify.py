@@ -33,6 +33,7 @@ from gigi.scan._offline import (
     ZERO,
     Candidate,
     Effect,
+    appends,
     bumps,
     checked_takes,
     counted_up,
@@ -82,13 +83,14 @@ def verify(
     free: set[str] = frozenset(),
     queues: set[str] = frozenset(),
     positions: list[str] = (),
+    lengths: list[str] = (),
 ) -> Verdict:
     """``mine``: the resource's records (its own and its objects'); ``links``: its members
     that list objects (free lists, slot arrays, maps), as ``record.member``; ``level``: for a
     log counted by its end position, the path to that member; ``free``: the links that hold
     units no one has (``gigi.scan._offline.free_heads``); ``queues``: the links that queue
     work (``queue_heads``); ``positions``: for an arena, the positions handing out bytes
-    moves."""
+    moves; ``lengths``: of those, a growable buffer's, which only cutting gives back."""
     if fn is None:
         return Verdict(False, f"no function {c.function} in {c.file}")
     if not fn.line <= c.line <= fn.end_line:
@@ -108,13 +110,14 @@ def verify(
             how = "work linked into" if c.kind == "ACQUIRE" else "work taken off"
             return Verdict(True, f"{how} the queue {a.target} (line {a.line})")
     if c.kind == "RELEASE":
-        return _release(c, fn, mine, links, free, positions)
+        return _release(c, fn, mine, links, free, positions, lengths)
     if c.kind == "WAIT":
         return _wait(c, fn, mine, links, free)
-    check = {"ACQUIRE": _acquire, "USE": _use}.get(c.kind)
-    if check is None:
+    if c.kind == "ACQUIRE":
+        return _acquire(c, fn, mine, links, positions)
+    if c.kind != "USE":
         return Verdict(False, f"unknown kind {c.kind!r}")
-    return check(c, fn, mine, links)
+    return _use(c, fn, mine, links)
 
 
 def _mine(ref: str, mine: set[str]) -> bool:
@@ -172,9 +175,16 @@ def _resource_params(fn: Function, mine: set[str]) -> set[str]:
     return {n for t, n in fn.params if any(record_pattern(r).search(t) for r in mine)}
 
 
-def _taken(fn: Function, mine: set[str]) -> tuple[list, list, list, list, list]:
+# what an append's ACQUIRE says: the copy into the bytes it takes is a USE of them
+APPENDED = "bytes copied in"
+
+
+def _taken(
+    fn: Function, mine: set[str], positions: list[str] = ()
+) -> tuple[list, list, list, list, list]:
     """Where FN takes units of the resource: counts raised or flags set, compare-and-swaps,
-    pops off a list, an arena's position moved, locks taken."""
+    pops off a list, an arena's position moved (past what it hands out, or what it copied
+    in: POSITIONS), locks taken."""
     takes = [
         a
         for a in fn.assigns
@@ -195,11 +205,13 @@ def _taken(fn: Function, mine: set[str]) -> tuple[list, list, list, list, list]:
             _mine(s, mine) and s.split(".")[1] in ("next", "next_free", "link") for s in a.sources
         )
     ]
-    return takes, cas, pops, bumps(fn, mine), lock_calls(fn, unlock=False)
+    return takes, cas, pops, bumps(fn, mine) + appends(fn, positions), lock_calls(fn, unlock=False)
 
 
-def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Verdict:
-    takes, cas, pops, moved, locks = _taken(fn, mine)
+def _acquire(
+    c: Candidate, fn: Function, mine: set[str], links: set[str], positions: list[str] = ()
+) -> Verdict:
+    takes, cas, pops, moved, locks = _taken(fn, mine, positions)
     if not (takes or cas or pops or moved or locks):
         return Verdict(
             False,
@@ -248,6 +260,11 @@ def _acquire(c: Candidate, fn: Function, mine: set[str], links: set[str]) -> Ver
     if checked and not returned and not out_param:
         return Verdict(
             True, f"a unit taken ({checked[0].text.strip()}) after a test that one is left"
+        )
+    appended = appends(fn, positions)
+    if appended and not returned and not out_param:
+        return Verdict(
+            True, f"{APPENDED}, the buffer's length moved past them ({appended[0].text})"
         )
     if kept and takes and not returned and not out_param:
         return Verdict(
@@ -380,11 +397,13 @@ def _release(
     links: set[str],
     free: set[str] = frozenset(),
     positions: list[str] = (),
+    lengths: list[str] = (),
 ) -> Verdict:
     obj = c.object_expr if c.object_expr in fn.locals else ""
     effects = release_effects(fn, mine, links, obj, free=free, positions=positions)
     effects += [
-        Effect(a.line, a.path, "the arena's position set back") for a in set_back(fn, positions)
+        Effect(a.line, a.path, "the arena's position set back")
+        for a in set_back(fn, positions, lengths)
     ]
     if not effects:
         return Verdict(False, "no release effect: nothing lowered, cleared, put back or freed")
