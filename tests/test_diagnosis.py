@@ -197,6 +197,53 @@ def test_releases_of_one_unit_against_acquires_of_bytes_are_not_growth(tmp_path)
         assert (("unbounded_growth", "wal") in found) is growth, (given_back, found)
 
 
+def _waited_for_room(wait_ns: int) -> dict:
+    """Eight writers each take 2,000 bytes of a log per append, each append after a WAIT of
+    ``wait_ns`` for room; a writer task writes it out after every 64 appends, probed without
+    its amount (a RELEASE of 1): the log's level cannot be measured."""
+    n = 20_000
+    ts = np.arange(n, dtype=np.int64) * 100_000  # 2 s
+    writer = np.arange(n) % 8 + 1
+    flush = np.arange(63, n, 64)
+    at = np.concatenate([ts, ts[flush] + 50_000, ts - wait_ns])
+    kind = np.concatenate([np.full(n, 1), np.full(len(flush), 3), np.full(n, 0)])
+    amount = np.concatenate([np.full(n, 2_000), np.full(len(flush), 1), np.zeros(n, np.int64)])
+    task = np.concatenate([writer, np.full(len(flush), 100), writer])
+    dur = np.concatenate([np.zeros(n + len(flush), np.int64), np.full(n, wait_ns)])
+    order = np.argsort(at, kind="stable")
+    return events(
+        ts=at[order],
+        kind=pa.array(kind[order].astype(np.uint8), pa.uint8()),
+        resource=["wal"] * len(order),
+        task=task[order],
+        thread=task[order],
+        amount=pa.array(amount[order], pa.int64()),
+        dur=pa.array(dur[order], pa.int64()),
+    )
+
+
+def test_spread_waits_on_a_resource_whose_level_cannot_be_measured_are_a_finding(tmp_path):
+    """Tasks that wait four times the trace's length for a log, the blame spread over all its
+    holders, are told: under-provisioning says so though its level cannot be measured (its
+    RELEASEs give back 1 unit against ACQUIREs of 2,000 bytes), instead of contention handing
+    the spread blame to under-provisioning and under-provisioning refusing a log it cannot
+    measure. Waits of a twentieth of the trace are not significant."""
+    trace = tmp_path / "room"
+    trace.mkdir()
+    write_stream(trace / "events.arrows", _waited_for_room(400_000))
+    (up,) = [f for f in diagnose(trace).findings if f.failure_mode == "under_provisioning"]
+    assert up.resource == "wal" and 0.5 <= up.score < 1.0, up
+    assert "how full it was cannot be measured" in up.summary, up.summary
+    assert "2000 on average" in up.evidence["level_unknown"], up.evidence
+    trace = tmp_path / "brief"
+    trace.mkdir()
+    write_stream(trace / "events.arrows", _waited_for_room(5_000))
+    d = diagnose(trace)
+    assert d.findings == []
+    (why,) = [v.why_not for v in d.verdicts if v.failure_mode == "under_provisioning"]
+    assert "significant from 0.200 (min_wait)" in why, why
+
+
 def test_json_follows_the_contract(demo_store, tmp_path, capsys):
     out = tmp_path / "d.json"
     assert main(["diagnose", str(demo_store), "--format", "json", "--output", str(out)]) == 0

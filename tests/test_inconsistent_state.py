@@ -120,3 +120,18 @@ def test_only_suspect_objects_go_through_the_windows_and_that_changes_nothing(tm
         assert got == want, trial
         found += len(got)
     assert found > 0  # the traces did break the rules
+
+
+def test_a_rule_most_releases_break_is_the_events_not_pairing_and_is_said_so(tmp_path):
+    """Sites that name a different object on their ACQUIRE than on their RELEASE (a lock's
+    own address against the table slot it sits in) leave each task releasing, again and
+    again, an object it acquired once: most RELEASEs then break the rule. That is no slip of
+    the program; the verdict says the events do not pair, and no finding stands on them."""
+    rows = []
+    for task in range(1, 5):
+        rows += [("ACQUIRE", task, task, 1), ("RELEASE", task, task, 1)]
+        rows += [("RELEASE", task, task, 1) for _ in range(20)]
+    d = diagnose(_trace(tmp_path, rows))
+    assert "inconsistent_state" not in [f.failure_mode for f in d.findings], d.findings
+    (why,) = [v.why_not for v in d.verdicts if v.failure_mode == "inconsistent_state"]
+    assert "80 of its 84 RELEASEs repeat one" in why and "not a slip but the norm" in why, why

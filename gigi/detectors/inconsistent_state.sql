@@ -4,7 +4,10 @@
 --   had released it (and before acquiring it again), a task released an object twice with
 --   no ACQUIRE of it by anyone between, or more units were outstanding than the declared
 --   capacity by far more than lost events could explain. The program's use of the resource,
---   or its accounting of it, is wrong; the culprits are the tasks that broke the rule.
+--   or its accounting of it, is wrong; the culprits are the tasks that broke the rule. A rule
+--   broken by most of the resource's RELEASEs is no slip of the program but the norm of
+--   its events: they do not pair as recorded (its ACQUIRE and RELEASE sites name different
+--   objects), and the verdict says so instead.
 -- param inconsistent_min_events: contradicting USEs and RELEASEs before they count (default 3)
 -- param inconsistent_min_share: those as a share of the resource's USEs and RELEASEs (default 0.01)
 WITH suspects AS (
@@ -49,11 +52,16 @@ WITH suspects AS (
            min_by(task, {'broken': -(uses_after_release + double_releases), 'task': task}, 20)
                AS culprit_tasks
     FROM broken GROUP BY resource
+), norms AS (
+    SELECT m.resource, coalesce(p.dr, 0) > 0.5 * m.releases AS norm
+    FROM metrics_resources AS m LEFT JOIN per_resource AS p USING (resource)
 ), scored AS (
     SELECT m.resource, m.capacity, m.peak, coalesce(p.uar, 0) AS uar, coalesce(p.dr, 0) AS dr,
+           m.releases, n.norm,
            coalesce(p.culprit_tasks, []::BIGINT[]) AS culprit_tasks,
            sqrt(2.0 * m.acquires) * m.acquired / greatest(m.acquires, 1) AS noise,
-           CASE WHEN coalesce(p.uar, 0) + coalesce(p.dr, 0)
+           CASE WHEN NOT n.norm
+                     AND coalesce(p.uar, 0) + coalesce(p.dr, 0)
                          >= getvariable('inconsistent_min_events')
                      AND coalesce(p.uar, 0) + coalesce(p.dr, 0)
                          >= getvariable('inconsistent_min_share') * (m.uses + m.releases)
@@ -70,6 +78,7 @@ WITH suspects AS (
                                    / greatest(m.acquires, 1)))
                 ELSE 0.0 END AS count_score
     FROM metrics_resources AS m LEFT JOIN per_resource AS p USING (resource)
+    JOIN norms AS n USING (resource)
 )
 SELECT
     resource,
@@ -86,6 +95,10 @@ SELECT
                          uar, resource, dr) END,
         CASE WHEN count_score > 0
              THEN printf('%d unit(s) of %s outstanding at once against a capacity of %d',
-                         peak, resource, capacity) END) AS summary
+                         peak, resource, capacity) END) AS summary,
+    CASE WHEN norm AND count_score = 0 THEN
+        printf('%d of its %d RELEASEs repeat one the same task had made, with no ACQUIRE between: not a slip but the norm, so its events do not pair as recorded (its sites name different objects), and no rule of its state can be judged',
+               dr, releases)
+    END AS why_not
 FROM scored
-WHERE greatest(rule_score, count_score) > 0;
+WHERE greatest(rule_score, count_score) > 0 OR norm;

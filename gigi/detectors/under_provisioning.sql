@@ -10,8 +10,12 @@
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
 -- A resource declared without a capacity (a scan cannot know a pool's size) is taken to hold
 -- at most the most it was seen to hold: a pool that sat at that level while tasks waited
--- behaved as full. Logs, which have no such bound, need a declared capacity; a resource that
--- admits one holder at a time cannot be made larger (its spread blame is a hot spot).
+-- behaved as full. A log has no such bound (it only grows, and its peak is its end), and a
+-- resource whose ACQUIREs and RELEASEs count different things (bytes taken, writes done)
+-- has no level at all: for those, how full it was cannot be measured, and the spread wait
+-- alone is the evidence, weighed as a level never near capacity is (no contention standout
+-- takes it, and tasks waited for room that was not there). A resource that admits one
+-- holder at a time cannot be made larger (its spread blame is a hot spot).
 WITH bound AS (
     SELECT resource, coalesce(capacity, peak) AS capacity, capacity IS NULL AS inferred
     FROM metrics_resources
@@ -187,7 +191,16 @@ WITH bound AS (
                AS rest_per_trace,
            coalesce(m.sharing = 'exclusive' OR m.capacity = 1
                     OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1), false)
-               AS one_at_a_time
+               AS one_at_a_time,
+           -- why its level cannot be measured, if it cannot (unbounded_growth's test of units
+           -- that differ: every RELEASE gave back 1 while ACQUIREs took more)
+           CASE WHEN coalesce(m.releases > 0 AND m.released = m.releases
+                              AND m.acquired > m.acquires AND m.released < m.acquired / 2,
+                              false)
+                    THEN printf('its RELEASEs each gave back 1 unit while its ACQUIREs took %.0f on average',
+                                m.acquired / m.acquires)
+                WHEN m.sharing = 'log' AND b.inferred THEN 'a log with no declared capacity'
+           END AS level_unknown
     FROM metrics_resources AS m
     JOIN bound AS b USING (resource)
     LEFT JOIN full_share AS f USING (resource)
@@ -199,7 +212,8 @@ SELECT
     -- 0.5 where the wait left reaches min_wait, 1 at five times it; less when the resource
     -- was near capacity only a little longer than the least that counts
     least(1.0, 0.5 + 0.125 * (rest_per_trace / getvariable('min_wait') - 1.0))
-        * least(1.0, 0.75 + 0.25 * near_full / greatest(getvariable('underprov_full_share'), 1e-9))
+        * least(1.0, 0.75 + 0.25 * CASE WHEN level_unknown IS NULL THEN near_full ELSE 0 END
+                                 / greatest(getvariable('underprov_full_share'), 1e-9))
         AS score,
     []::BIGINT[] AS culprit_tasks,
     coalesce(victim_tasks, []::BIGINT[]) AS victim_tasks,
@@ -208,23 +222,28 @@ SELECT
         'capacity': bound, 'capacity_inferred': inferred, 'peak_outstanding': peak,
         'share_of_time_near_capacity': round(near_full, 3),
         'wait_not_on_standouts_per_trace_time': round(rest_per_trace, 3),
-        'used_per_acquired_unit': round(utilization, 3)
+        'used_per_acquired_unit': round(utilization, 3), 'level_unknown': level_unknown
     })::VARCHAR AS evidence,
-    printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, and %.1f s of it is spread over holders none of whom stands out: it is too small for the load',
-           waiting, wait_ns / 1e9, resource, bound,
-           CASE WHEN inferred THEN ' (the most it held; none was declared)' ELSE '' END,
-           100 * near_full, (blamed_ns - coalesce(standout_ns, 0)) / 1e9) AS summary,
+    CASE WHEN level_unknown IS NULL THEN
+        printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, and %.1f s of it is spread over holders none of whom stands out: it is too small for the load',
+               waiting, wait_ns / 1e9, resource, bound,
+               CASE WHEN inferred THEN ' (the most it held; none was declared)' ELSE '' END,
+               100 * near_full, (blamed_ns - coalesce(standout_ns, 0)) / 1e9)
+    ELSE
+        printf('%d tasks waited %.1f s for %s, and %.1f s of it is spread over holders none of whom stands out: it looks too small for the load, though how full it was cannot be measured (%s)',
+               waiting, wait_ns / 1e9, resource, (blamed_ns - coalesce(standout_ns, 0)) / 1e9,
+               level_unknown)
+    END AS summary,
     CASE
         WHEN one_at_a_time THEN
             printf('%s admits one holder at a time: it cannot be made larger (spread blame on it is a hot spot, contention''s)',
                    resource)
-        WHEN sharing = 'log' AND inferred THEN
-            'a log with no declared capacity: nothing bounds it, so it cannot be full'
-        WHEN bound <= 0 THEN 'nothing was ever held, so it was never full'
+        WHEN bound <= 0 AND level_unknown IS NULL THEN
+            'nothing was ever held, so it was never full'
         WHEN rest_per_trace < getvariable('min_wait') THEN
             printf('wait blamed on holders other than the standouts weighs %.3f of the trace''s length; significant from %.3f (min_wait)',
                    greatest(rest_per_trace, 0), getvariable('min_wait'))
-        WHEN near_full < getvariable('underprov_full_share') THEN
+        WHEN near_full < getvariable('underprov_full_share') AND level_unknown IS NULL THEN
             printf('near its capacity of %d for %.0f%% of the trace; too small needs %.0f%% (underprov_full_share)',
                    bound, 100 * near_full, 100 * getvariable('underprov_full_share'))
     END AS why_not
