@@ -3780,3 +3780,47 @@ def test_a_growable_array_hands_out_its_next_slot(tmp_path):
         ("array_trim", "RELEASE"),
     }, got
     assert ("sample_pad", "RELEASE") not in {(f, k) for f, k, _ in got}, got
+
+
+def test_validation_takes_a_diagnosis_share_of_memory(tmp_path, monkeypatch):
+    """A validation run's holds are a whole run's, as a diagnosis's are (PostgreSQL's: 41
+    million events): validate connects with the machine's share that diagnose takes, not
+    DuckDB's 2 GB default, under which it ran out of memory."""
+    import pyarrow as pa
+
+    import gigi.probes as gp
+    import gigi.queries as queries
+    from gigi.queries._connect import memory_limit
+    from gigi.scan._validate import validate
+    from gigi.schema import SITES
+
+    pool = gp.resource("validate.pool")
+    gp.enable(tmp_path / "trace")
+    pool.acquire(object=1)
+    pool.release(object=1)
+    gp.disable()
+    seen = []
+    real = queries.connect
+
+    def connect(*args, **kwargs):
+        seen.append(kwargs.get("memory_limit"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "connect", connect)
+    sites = pa.Table.from_pylist(
+        [
+            {
+                "site": 1,
+                "file": "p.c",
+                "line": 1,
+                "function": "f",
+                "kind": 1,
+                "resource": "validate.pool",
+                "origin": "heuristic",
+                "verified": True,
+            }
+        ],
+        schema=SITES.arrow_schema,
+    )
+    v = validate(tmp_path / "trace", sites)
+    assert seen == [memory_limit()] and v.by_kind["ACQUIRE"]["candidates"] == 1, seen

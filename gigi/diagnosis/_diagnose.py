@@ -14,6 +14,7 @@ from gigi.diagnosis._executing import executing, has_samples
 from gigi.diagnosis._stages import Stages
 from gigi.errors import DetectorError, IngestError, did_you_mean
 from gigi.ingest import StoreEntry, locate
+from gigi.queries._connect import memory_limit
 from gigi.schema import KIND_NAMES, SITES, normalize_batch
 
 # Failure modes that can drive findings on other resources (a root), as opposed to ones that
@@ -409,16 +410,6 @@ def _sites(engine, f: Finding, sites_view: str) -> list[dict]:
             for r in found
         ]
     return rows
-
-
-def memory_limit() -> str:
-    """DuckDB's share of the machine for a diagnosis: 40% of physical memory (at least 2 GB);
-    the kernels' arrays live beside it. Beyond it DuckDB spills to disk."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return "2GB"
-    return f"{max(2 << 30, int(total * 0.4)) >> 20}MB"
 
 
 def diagnose(

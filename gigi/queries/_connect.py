@@ -92,6 +92,17 @@ def connect(
     )
 
 
+def memory_limit() -> str:
+    """DuckDB's share of the machine for work over a whole trace (a diagnosis, a validation):
+    40% of physical memory (at least 2 GB); the kernels' arrays live beside it. Beyond it
+    DuckDB spills to disk."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "2GB"
+    return f"{max(2 << 30, int(total * 0.4)) >> 20}MB"
+
+
 def spill_directory() -> str:
     """A fresh directory of the caller's own (mode 0700, a new name that nothing could have
     planted a link at) where one connection's DuckDB spills beyond its memory limit: in the

@@ -74,12 +74,19 @@ def validate(
     both, and the inner one alone would fire unpaired in the build deployed without the
     outer."""
     from gigi.queries import connect
+    from gigi.queries._connect import memory_limit
 
     doc = parse(QUERY)
     share = float(doc.params["validate_min_share"].default) if min_share is None else min_share
     if not 0 <= share <= 1:
         raise ScanError(f"--min-share {share}: expected a share between 0 and 1")
-    con = connect(trace, variables={"validate_min_share": share})
+    # (a whole run's holds: as much of the machine as a diagnosis takes, not the default)
+    con = connect(
+        trace,
+        variables={"validate_min_share": share},
+        memory_limit=memory_limit(),
+        keep_order=False,
+    )
     try:
         con.register("candidates", sites.select(["site", "kind"]))
         result = con.sql(doc.text).to_arrow_table()
