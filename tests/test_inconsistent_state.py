@@ -135,3 +135,21 @@ def test_a_rule_most_releases_break_is_the_events_not_pairing_and_is_said_so(tmp
     assert "inconsistent_state" not in [f.failure_mode for f in d.findings], d.findings
     (why,) = [v.why_not for v in d.verdicts if v.failure_mode == "inconsistent_state"]
     assert "80 of its 84 RELEASEs repeat one" in why and "not a slip but the norm" in why, why
+
+
+def test_rules_by_object_are_not_judged_where_acquires_name_none(tmp_path):
+    """An ACQUIRE site that records no object beside a RELEASE site that records one (a
+    buffer pinned through a macro that hides which, unpinned by its number): most ACQUIREs
+    name none, every RELEASE names one, and the few repeated RELEASEs among the ACQUIREs
+    that did name theirs are the pairing's, not the program's."""
+    rows = []
+    for i in range(100):
+        task, obj = 1 + i % 4, 1 + i % 5
+        named = i % 5 == 0
+        rows += [("ACQUIRE", task, obj if named else 0, 1), ("RELEASE", task, obj, 1)]
+        if named:
+            rows.append(("RELEASE", task, obj, 1))
+    d = diagnose(_trace(tmp_path, rows))
+    assert "inconsistent_state" not in [f.failure_mode for f in d.findings], d.findings
+    (why,) = [v.why_not for v in d.verdicts if v.failure_mode == "inconsistent_state"]
+    assert "80 of its 100 ACQUIREs name no object while 120 of its 120 RELEASEs do" in why, why

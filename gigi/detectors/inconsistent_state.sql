@@ -4,10 +4,12 @@
 --   had released it (and before acquiring it again), a task released an object twice with
 --   no ACQUIRE of it by anyone between, or more units were outstanding than the declared
 --   capacity by far more than lost events could explain. The program's use of the resource,
---   or its accounting of it, is wrong; the culprits are the tasks that broke the rule. A rule
---   broken by most of the resource's RELEASEs is no slip of the program but the norm of
---   its events: they do not pair as recorded (its ACQUIRE and RELEASE sites name different
---   objects), and the verdict says so instead.
+--   or its accounting of it, is wrong; the culprits are the tasks that broke the rule. Rules
+--   judged by object cannot be where the events do not pair as recorded (an ACQUIRE site and
+--   a RELEASE site that name objects differently, or a RELEASE site where none is): most
+--   RELEASEs repeating one already made, more than twice as many RELEASEs as ACQUIREs, or
+--   most ACQUIREs naming no object while most RELEASEs name one. That is no slip of the
+--   program, and the verdict says so instead.
 -- param inconsistent_min_events: contradicting USEs and RELEASEs before they count (default 3)
 -- param inconsistent_min_share: those as a share of the resource's USEs and RELEASEs (default 0.01)
 WITH suspects AS (
@@ -52,15 +54,31 @@ WITH suspects AS (
            min_by(task, {'broken': -(uses_after_release + double_releases), 'task': task}, 20)
                AS culprit_tasks
     FROM broken GROUP BY resource
+), objectless AS (
+    -- ACQUIREs and RELEASEs that name no object, per resource
+    SELECT resource,
+           count(*) FILTER (WHERE kind = 1 AND object = 0) AS acquires_bare,
+           count(*) FILTER (WHERE kind = 3 AND object <> 0) AS releases_named
+    FROM events WHERE kind IN (1, 3) GROUP BY resource
 ), norms AS (
-    SELECT m.resource, coalesce(p.dr, 0) > 0.5 * m.releases AS norm
+    SELECT m.resource,
+           CASE WHEN coalesce(p.dr, 0) > 0.5 * m.releases
+                    THEN printf('%d of its %d RELEASEs repeat one the same task had made, with no ACQUIRE between',
+                                p.dr, m.releases)
+                WHEN m.releases > 2 * m.acquires
+                    THEN printf('it has %d RELEASEs against %d ACQUIREs', m.releases, m.acquires)
+                WHEN o.acquires_bare > 0.5 * m.acquires AND o.releases_named > 0.5 * m.releases
+                    THEN printf('%d of its %d ACQUIREs name no object while %d of its %d RELEASEs do',
+                                o.acquires_bare, m.acquires, o.releases_named, m.releases)
+           END AS unpaired
     FROM metrics_resources AS m LEFT JOIN per_resource AS p USING (resource)
+    LEFT JOIN objectless AS o USING (resource)
 ), scored AS (
     SELECT m.resource, m.capacity, m.peak, coalesce(p.uar, 0) AS uar, coalesce(p.dr, 0) AS dr,
-           m.releases, n.norm,
+           n.unpaired,
            coalesce(p.culprit_tasks, []::BIGINT[]) AS culprit_tasks,
            sqrt(2.0 * m.acquires) * m.acquired / greatest(m.acquires, 1) AS noise,
-           CASE WHEN NOT n.norm
+           CASE WHEN n.unpaired IS NULL
                      AND coalesce(p.uar, 0) + coalesce(p.dr, 0)
                          >= getvariable('inconsistent_min_events')
                      AND coalesce(p.uar, 0) + coalesce(p.dr, 0)
@@ -96,9 +114,8 @@ SELECT
         CASE WHEN count_score > 0
              THEN printf('%d unit(s) of %s outstanding at once against a capacity of %d',
                          peak, resource, capacity) END) AS summary,
-    CASE WHEN norm AND count_score = 0 THEN
-        printf('%d of its %d RELEASEs repeat one the same task had made, with no ACQUIRE between: not a slip but the norm, so its events do not pair as recorded (its sites name different objects), and no rule of its state can be judged',
-               dr, releases)
+    CASE WHEN unpaired IS NOT NULL AND count_score = 0 THEN
+        unpaired || ': not a slip but the norm, so its events do not pair as recorded (its sites name objects differently), and no rule of its state can be judged'
     END AS why_not
 FROM scored
-WHERE greatest(rule_score, count_score) > 0 OR norm;
+WHERE greatest(rule_score, count_score) > 0 OR (unpaired IS NOT NULL AND dr + uar > 0);
