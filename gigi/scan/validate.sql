@@ -6,18 +6,24 @@
 --   WAIT: another task held the resource while it waited (an ACQUIRE before the wait ended,
 --         not yet released when it began).
 -- param validate_min_share: share of a site's events that must fit to keep it (default 0.2)
-WITH acquires AS (
+WITH h AS MATERIALIZED (
+    -- the holds, paired once (the view pairs a whole run each time it is read)
+    SELECT resource, task, acquire_ts, release_ts, acquire_seq, release_seq, acquire_site,
+           release_site, open
+    FROM holds
+),
+acquires AS (
     SELECT acquire_site AS site,
         count(DISTINCT acquire_seq) AS events,
         count(DISTINCT acquire_seq) FILTER (WHERE NOT open) AS fitting
-    FROM holds WHERE acquire_site IS NOT NULL AND acquire_seq IS NOT NULL
+    FROM h WHERE acquire_site IS NOT NULL AND acquire_seq IS NOT NULL
     GROUP BY 1
 ),
 releases AS (
     SELECT release_site AS site,
         count(DISTINCT release_seq) AS events,
         count(DISTINCT release_seq) FILTER (WHERE acquire_seq IS NOT NULL) AS fitting
-    FROM holds WHERE release_site IS NOT NULL AND release_seq IS NOT NULL
+    FROM h WHERE release_site IS NOT NULL AND release_seq IS NOT NULL
     GROUP BY 1
 ),
 moves AS (
@@ -34,20 +40,48 @@ uses AS (
     FROM moves WHERE kind = 2 AND site IS NOT NULL
     GROUP BY 1
 ),
+w AS (
+    SELECT seq, resource, task, ts, end_ts, site FROM waits WHERE site IS NOT NULL
+),
+begun AS (
+    -- per wait, the holds of its resource begun before it ended (ACQUIREs in the trace), of
+    -- every task and of its own: running counts over the holds' starts and the waits' ends
+    -- in time order, a wait's end first at one instant (a range join of waits and holds grew
+    -- as their product)
+    SELECT seq,
+           sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING) AS every,
+           sum(d) OVER (PARTITION BY resource, task ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
+               AS own,
+           tag
+    FROM (SELECT resource, task, acquire_ts AS ts, 1 AS tag, 1 AS d, NULL::BIGINT AS seq
+          FROM h WHERE acquire_seq IS NOT NULL
+          UNION ALL
+          SELECT resource, task, end_ts, 0, 0, seq FROM w)
+    QUALIFY tag = 0
+),
+ended AS (
+    -- and of those, the ones released by the time it began, a RELEASE first at one instant
+    SELECT seq,
+           sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING) AS every,
+           sum(d) OVER (PARTITION BY resource, task ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
+               AS own,
+           tag
+    FROM (SELECT resource, task, release_ts AS ts, 0 AS tag, 1 AS d, NULL::BIGINT AS seq
+          FROM h WHERE acquire_seq IS NOT NULL AND release_ts IS NOT NULL
+          UNION ALL
+          SELECT resource, task, ts, 1, 0, seq FROM w)
+    QUALIFY tag = 1
+),
 answered AS (
-    SELECT w.seq
-    FROM waits AS w
-    JOIN holds AS h
-        ON h.resource = w.resource
-        AND h.acquire_ts < w.end_ts
-        AND coalesce(h.release_ts, w.end_ts + 1) > w.ts
-    WHERE w.site IS NOT NULL AND h.acquire_seq IS NOT NULL AND h.task <> w.task
-    GROUP BY w.seq
+    -- the waits that another task's hold overlapped: begun before the wait ended, not
+    -- released when it began
+    SELECT b.seq
+    FROM begun AS b JOIN ended AS e USING (seq)
+    WHERE (b.every - e.every) - (b.own - e.own) > 0
 ),
 waited AS (
     SELECT w.site, count(*) AS events, count(a.seq) AS fitting
-    FROM waits AS w LEFT JOIN answered AS a ON a.seq = w.seq
-    WHERE w.site IS NOT NULL
+    FROM w LEFT JOIN answered AS a ON a.seq = w.seq
     GROUP BY 1
 ),
 observed AS (
