@@ -3,7 +3,7 @@ instrumented, built with its own configure and make, run under pgbench with WAL 
 small and then large, and each run diagnosed, with the server's own figures beside gigi's.
 
     python bench/pg_wal_loop.py [--work DIR] [--seconds 15] [--clients 8]
-                                [--wal-buffers 32kB,512MB] [--jobs 2]
+                                [--wal-buffers 32kB,512MB] [--jobs 2] [--validate-seconds 5]
 
 1. Scan. PostgreSQL's tree (Debian's source package, tests/debian.py; $GIGI_SRC_CACHE is
    honoured) is copied and configured, and its compile commands derived from `make -n`, as
@@ -13,6 +13,11 @@ small and then large, and each run diagnosed, with the server's own figures besi
    again with the flags of `gigi-query probes cflags` and `libs` and built and installed
    (`make install`) into --work/inst. A rerun with the same --work reuses each step whose
    inputs did not change.
+   Validate (--validate-seconds, default 5; 0 skips it): a short traced run of the same
+   workload, `gigi-query validate` on its trace to drop the sites whose events formed no
+   plausible lifecycle (an ACQUIRE never released, a RELEASE that ended no hold), and the
+   tree instrumented and built again with the sites kept, into --work/inst-valid: the
+   paper's loop, no hand annotation.
 3. Run. For each --wal-buffers value: a private cluster (initdb, loopback, fsync off,
    synchronous_commit off, max_wal_size 20GB so that no checkpoint comes in the run), started
    with GIGI_TRACE set, so that every backend is traced; pgbench runs a script of bulk inserts
@@ -80,14 +85,16 @@ def once(stamp: Path, said: str, step) -> bool:
     return True
 
 
-def scan_and_build(work: Path, jobs: int) -> Path:
-    """The probed build's bin folder: scanned, instrumented, configured, made, installed."""
+def scan_and_build(work: Path, jobs: int, validate_seconds: int, clients: int, first: str) -> Path:
+    """The probed build's bin folder: scanned, instrumented, configured, made, installed; and,
+    with VALIDATE_SECONDS, its sites validated by a run that long (with wal_buffers FIRST)
+    and the tree built again with the sites kept."""
     tree = source_tree(PACKAGE, MARKER)
     t = time.perf_counter()
     copy = build(tree, work, jobs)
     commands = compile_commands(copy, work)
     print(f"tree configured, compile commands derived: {time.perf_counter() - t:.0f} s")
-    sites, probed, inst = work / "sites", work / "probed", work / "inst"
+    sites = work / "sites"
     only = [a for d in SCANNED for a in ("--only", d)]
     with_commands = ["--compile-commands", str(commands)]
 
@@ -96,13 +103,48 @@ def scan_and_build(work: Path, jobs: int) -> Path:
         gigi("scan", str(copy), "--out", str(sites), *with_commands, *only, log=work / "scan.log")
 
     t = time.perf_counter()
-    if once(work / "scanned", f"{copy}\n{SCANNED}\n", scan):
+    if once(work / "scanned", f"{copy}\n{SCANNED}\n{_scanner()}\n", scan):
         print(f"scanned {', '.join(SCANNED)} in {time.perf_counter() - t:.1f} s")
     report = (
         json.loads((sites / "report.json").read_text()) if (sites / "report.json").exists() else {}
     )
     if report:
         print(f"  {_said(report)}")
+    bins = instrumented_build(copy, sites, work, "", with_commands, jobs)
+    if not validate_seconds:
+        return bins
+    trace, valid = work / "trace-validate", work / "sites-valid"
+
+    def validate() -> None:
+        traced(bins, trace, {**SETTINGS, "wal_buffers": first}, validate_seconds, clients, work)
+        shutil.rmtree(valid, ignore_errors=True)
+        gigi(
+            "validate",
+            str(trace),
+            "--sites",
+            str(sites),
+            "--out",
+            str(valid),
+            log=work / "validate.log",
+        )
+        shutil.rmtree(trace, ignore_errors=True)
+
+    t = time.perf_counter()
+    said = f"{(sites / 'sites.parquet').stat().st_mtime_ns}\n{validate_seconds}\n{first}\n"
+    if once(work / "validated", said, validate):
+        print(f"validated by a {validate_seconds} s run in {time.perf_counter() - t:.0f} s")
+    lines = (work / "validate.log").read_text().splitlines()
+    for line in [x for x in lines if not x.lstrip().startswith("removed site")]:
+        print(f"  {line.strip()}")
+    return instrumented_build(copy, valid, work, "-valid", with_commands, jobs)
+
+
+def instrumented_build(
+    copy: Path, sites: Path, work: Path, suffix: str, with_commands: list[str], jobs: int
+) -> Path:
+    """The bin folder of COPY instrumented at SITES, built and installed (into --work/inst
+    and the SUFFIX)."""
+    probed, inst = work / f"probed{suffix}", work / f"inst{suffix}"
 
     def instrument() -> None:
         shutil.rmtree(probed, ignore_errors=True)
@@ -114,12 +156,12 @@ def scan_and_build(work: Path, jobs: int) -> Path:
             "--out",
             str(probed),
             *with_commands,
-            log=work / "instrument.log",
+            log=work / f"instrument{suffix}.log",
         )
 
     t = time.perf_counter()
     if once(
-        work / "instrumented",
+        work / f"instrumented{suffix}",
         f"{copy}\n{(sites / 'sites.parquet').stat().st_mtime_ns}\n",
         instrument,
     ):
@@ -136,16 +178,27 @@ def scan_and_build(work: Path, jobs: int) -> Path:
         run(
             ["./configure", *CONFIGURE, f"--prefix={inst}", *flags],
             probed,
-            work / "configure-probed.log",
+            work / f"configure-probed{suffix}.log",
         )
-        run(["make", f"-j{jobs}", "-s"], probed, work / "make.log")
-        run(["make", "-s", "install"], probed, work / "install.log")
+        run(["make", f"-j{jobs}", "-s"], probed, work / f"make{suffix}.log")
+        run(["make", "-s", "install"], probed, work / f"install{suffix}.log")
 
     t = time.perf_counter()
-    if once(work / "built", f"{(probed / 'gigi-instrument.json').stat().st_mtime_ns}\n", make):
-        warnings = (work / "make.log").read_text(errors="replace").count("warning:")
+    said = f"{(probed / 'gigi-instrument.json').stat().st_mtime_ns}\n"
+    if once(work / f"built{suffix}", said, make):
+        warnings = (work / f"make{suffix}.log").read_text(errors="replace").count("warning:")
         print(f"built and installed in {time.perf_counter() - t:.0f} s ({warnings} warnings)")
     return inst / "bin"
+
+
+def _scanner() -> str:
+    """What the scanner's code is, so that a changed scanner scans again."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for f in sorted((HERE / "gigi" / "scan").rglob("*.py")):
+        digest.update(f.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _said(report: dict) -> str:
@@ -179,11 +232,12 @@ class Sampler(threading.Thread):
         return self.samples
 
 
-def one_run(
-    bins: Path, work: Path, wal_buffers: str, seconds: int, clients: int, timeout: int
-) -> dict:
-    """One traced run: the server's figures, then gigi's diagnosis of its trace."""
-    trace = work / f"trace-{wal_buffers}"
+def traced(
+    bins: Path, trace: Path, settings: dict, seconds: int, clients: int, work: Path
+) -> tuple:
+    """A run of the bulk inserts on a private cluster with SETTINGS, every backend traced
+    into TRACE: pgbench's result, the wait events sampled, and pg_stat_wal's
+    wal_buffers_full."""
     shutil.rmtree(trace, ignore_errors=True)
     trace.mkdir()
     if os.geteuid() == 0:  # the server runs as its own user, which writes the trace
@@ -191,8 +245,6 @@ def one_run(
         os.chown(trace, user.pw_uid, user.pw_gid)
     script = work / "bulk.sql"
     script.write_text(SCRIPT)
-    out: dict = {"wal_buffers": wal_buffers}
-    settings = {**SETTINGS, "wal_buffers": wal_buffers}
     with Server(settings, bins=bins, env={"GIGI_TRACE": str(trace)}) as server:
         with server.connect() as conn:
             conn.execute("CREATE TABLE bulk (id bigserial PRIMARY KEY, pad text)")
@@ -226,9 +278,18 @@ def one_run(
         if bench.returncode != 0:
             sys.exit(f"pgbench failed:\n{bench.stdout[-2000:]}{bench.stderr[-2000:]}")
         with server.connect() as conn:
-            out["buffers_full"] = conn.execute(
-                "SELECT wal_buffers_full FROM pg_stat_wal"
-            ).fetchone()[0]
+            full = conn.execute("SELECT wal_buffers_full FROM pg_stat_wal").fetchone()[0]
+    return bench, samples, full
+
+
+def one_run(
+    bins: Path, work: Path, wal_buffers: str, seconds: int, clients: int, timeout: int
+) -> dict:
+    """One traced run: the server's figures, then gigi's diagnosis of its trace."""
+    trace = work / f"trace-{wal_buffers}"
+    out: dict = {"wal_buffers": wal_buffers}
+    settings = {**SETTINGS, "wal_buffers": wal_buffers}
+    bench, samples, out["buffers_full"] = traced(bins, trace, settings, seconds, clients, work)
     tps = [ln for ln in bench.stdout.splitlines() if ln.startswith("tps")]
     out["tps"] = float(tps[0].split("=")[1].split()[0]) if tps else float("nan")
     total = sum(samples.values())
@@ -307,12 +368,14 @@ def main() -> None:
     ap.add_argument("--wal-buffers", default="32kB,512MB")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds a diagnosis may take")
+    ap.add_argument("--validate-seconds", type=int, default=5, help="the validation run (0: none)")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="gigi-pgloop-"))
     work.mkdir(parents=True, exist_ok=True)
     os.chmod(work, 0o755)  # the server's user reads the build and writes the traces
     print(f"work: {work}")
-    bins = scan_and_build(work, args.jobs)
+    first = args.wal_buffers.split(",")[0]
+    bins = scan_and_build(work, args.jobs, args.validate_seconds, args.clients, first)
     runs = [
         one_run(bins, work, w, args.seconds, args.clients, args.timeout)
         for w in args.wal_buffers.split(",")

@@ -3887,3 +3887,52 @@ def test_validation_counts_waits_answered_as_the_range_join_did(tmp_path):
         assert got == want, trial
         answered += sum(r[3] for r in got if r[1] == 0)
     assert answered > 0
+
+
+def test_validation_does_not_judge_acquires_whose_releases_count_other_units(tmp_path):
+    """A log's reservations take bytes (2,000 an append) and its write-out, probed without an
+    amount, gives back 1: unit by unit no hold ever closes, yet the ACQUIRE is the log's
+    own. Validation keeps it, not judged, and says why; an ACQUIRE of a resource whose
+    RELEASEs count the same units and never come is still removed."""
+    import numpy as np
+    import pyarrow as pa
+
+    from gigi.scan._validate import validate
+    from gigi.schema import SITES
+    from tests.conftest import events, write_stream
+
+    n = 400
+    ts = np.arange(n, dtype=np.int64) * 1_000
+    flush = np.arange(n) % 8 == 7
+    kind = np.where(flush, 3, 1).astype(np.uint8)
+    write_stream(
+        tmp_path / "e.arrows",
+        events(
+            ts=np.concatenate([ts, ts + 1]),
+            kind=pa.array(np.concatenate([kind, np.ones(n, np.uint8)]), pa.uint8()),
+            resource=["wal"] * n + ["pool"] * n,
+            task=np.concatenate([np.arange(n) % 4 + 1, np.arange(n) % 4 + 1]),
+            amount=pa.array(np.concatenate([np.where(flush, 1, 2_000), np.ones(n)]), pa.int64()),
+            site=pa.array([2 if f else 1 for f in flush] + [3] * n, pa.int32()),
+        ),
+    )
+    sites = pa.Table.from_pylist(
+        [
+            {
+                "site": s,
+                "file": "log.c",
+                "line": s,
+                "function": f"f{s}",
+                "kind": k,
+                "resource": r,
+                "origin": "heuristic",
+                "verified": True,
+            }
+            for s, k, r in ((1, 1, "wal"), (2, 3, "wal"), (3, 1, "pool"))
+        ],
+        schema=SITES.arrow_schema,
+    )
+    v = validate(tmp_path, sites)
+    why = {r["site"]: (r["keep"], r["reason"]) for r in v.rows}
+    assert why[1][0] and why[1][1].startswith("not judged: its RELEASEs give back 1 unit"), why
+    assert not why[3][0] and "it takes nothing" in why[3][1], why

@@ -105,6 +105,9 @@ def validate(
             if r["site"] in covered
             else "not exercised by this run"
             if r["events"] == 0
+            else f"not judged: its RELEASEs give back 1 unit each against ACQUIREs of more "
+            f"(other units), so no hold it began can close ({r['fitting']} of {r['events']})"
+            if r["unjudged"]
             else f"{r['fitting']} of {r['events']} events fit"
             if r["keep"]
             else f"{REASONS[r['kind']]} ({r['fitting']} of {r['events']} events fit)"

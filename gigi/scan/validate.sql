@@ -5,8 +5,20 @@
 --   USE: its task had not released the same (resource, object) since it last acquired it;
 --   WAIT: another task held the resource while it waited (an ACQUIRE before the wait ended,
 --         not yet released when it began).
+-- An ACQUIRE on a resource whose RELEASEs count other units (each gives back 1, the amount a
+-- probe records when given none, while ACQUIREs take many: bytes reserved in a log, written
+-- out by a store of its position) is not judged: unit by unit, its holds never close.
 -- param validate_min_share: share of a site's events that must fit to keep it (default 0.2)
-WITH h AS MATERIALIZED (
+WITH units_differ AS (
+    SELECT resource
+    FROM events WHERE kind IN (1, 3)
+    GROUP BY resource
+    HAVING count(*) FILTER (WHERE kind = 3) > 0
+        AND count(*) FILTER (WHERE kind = 3 AND amount <> 1) = 0
+        AND sum(amount) FILTER (WHERE kind = 1) > count(*) FILTER (WHERE kind = 1)
+        AND count(*) FILTER (WHERE kind = 3) < sum(amount) FILTER (WHERE kind = 1) / 2
+),
+h AS MATERIALIZED (
     -- the holds, paired once (the view pairs a whole run each time it is read)
     SELECT resource, task, acquire_ts, release_ts, acquire_seq, release_seq, acquire_site,
            release_site, open
@@ -15,7 +27,8 @@ WITH h AS MATERIALIZED (
 acquires AS (
     SELECT acquire_site AS site,
         count(DISTINCT acquire_seq) AS events,
-        count(DISTINCT acquire_seq) FILTER (WHERE NOT open) AS fitting
+        count(DISTINCT acquire_seq) FILTER (WHERE NOT open) AS fitting,
+        bool_or(resource IN (SELECT resource FROM units_differ)) AS unjudged
     FROM h WHERE acquire_site IS NOT NULL AND acquire_seq IS NOT NULL
     GROUP BY 1
 ),
@@ -85,10 +98,10 @@ waited AS (
     GROUP BY 1
 ),
 observed AS (
-    SELECT site, 1::UTINYINT AS kind, events, fitting FROM acquires
-    UNION ALL SELECT site, 3::UTINYINT, events, fitting FROM releases
-    UNION ALL SELECT site, 2::UTINYINT, events, fitting FROM uses
-    UNION ALL SELECT site, 0::UTINYINT, events, fitting FROM waited
+    SELECT site, 1::UTINYINT AS kind, events, fitting, unjudged FROM acquires
+    UNION ALL SELECT site, 3::UTINYINT, events, fitting, false FROM releases
+    UNION ALL SELECT site, 2::UTINYINT, events, fitting, false FROM uses
+    UNION ALL SELECT site, 0::UTINYINT, events, fitting, false FROM waited
 )
 SELECT
     -- site: the candidate's id
@@ -99,8 +112,11 @@ SELECT
     coalesce(o.events, 0) AS events,
     -- fitting: those that fit a plausible lifecycle
     coalesce(o.fitting, 0) AS fitting,
-    -- keep: true when it was not exercised, or enough of its events fit
-    coalesce(o.events, 0) = 0 OR o.fitting >= getvariable('validate_min_share') * o.events AS keep
+    -- unjudged: its units cannot be paired (an ACQUIRE where RELEASEs count other units)
+    coalesce(o.unjudged, false) AS unjudged,
+    -- keep: true when it was not exercised, not judged, or enough of its events fit
+    coalesce(o.events, 0) = 0 OR coalesce(o.unjudged, false)
+        OR o.fitting >= getvariable('validate_min_share') * o.events AS keep
 FROM candidates AS c
 LEFT JOIN observed AS o ON o.site = c.site AND o.kind = c.kind
 ORDER BY c.site
