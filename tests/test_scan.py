@@ -3853,8 +3853,8 @@ def test_validation_counts_waits_answered_as_the_range_join_did(tmp_path):
     GROUP BY w.seq
 ),
 """
-    old = re.sub(r"begun AS \(.*?\nanswered AS \(.*?\n\),\n", join, new, flags=re.S)
-    assert "begun" not in old and "JOIN h" in old
+    old = re.sub(r"swept AS \(.*?\nanswered AS \(.*?\n\),\n", join, new, flags=re.S)
+    assert "swept" not in old and "JOIN h" in old
     rng = np.random.default_rng(3)
     answered = 0
     for trial in range(8):

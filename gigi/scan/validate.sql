@@ -56,41 +56,34 @@ uses AS (
 w AS (
     SELECT seq, resource, task, ts, end_ts, site FROM waits WHERE site IS NOT NULL
 ),
-begun AS (
-    -- per wait, the holds of its resource begun before it ended (ACQUIREs in the trace), of
-    -- every task and of its own: running counts over the holds' starts and the waits' ends
-    -- in time order, a wait's end first at one instant (a range join of waits and holds grew
-    -- as their product)
-    SELECT seq,
-           sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING) AS every,
-           sum(d) OVER (PARTITION BY resource, task ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
-               AS own,
-           tag
-    FROM (SELECT resource, task, acquire_ts AS ts, 1 AS tag, 1 AS d, NULL::BIGINT AS seq
-          FROM h WHERE acquire_seq IS NOT NULL
-          UNION ALL
-          SELECT resource, task, end_ts, 0, 0, seq FROM w)
-    QUALIFY tag = 0
-),
-ended AS (
-    -- and of those, the ones released by the time it began, a RELEASE first at one instant
-    SELECT seq,
-           sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING) AS every,
-           sum(d) OVER (PARTITION BY resource, task ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
-               AS own,
-           tag
-    FROM (SELECT resource, task, release_ts AS ts, 0 AS tag, 1 AS d, NULL::BIGINT AS seq
+swept AS (
+    -- per wait, the holds of its resource, of every task and of its own, begun before it
+    -- ended (read at its end, before the holds begun at that instant) and released by the
+    -- time it began (read at its start, after the releases at that instant): running counts
+    -- over the holds' starts and ends and the waits' ends and starts in time order (a range
+    -- join of waits and holds grew as their product)
+    SELECT seq, tag,
+           sum(da) OVER every AS begun, sum(da) OVER own AS begun_own,
+           sum(dr) OVER every AS ended, sum(dr) OVER own AS ended_own
+    FROM (SELECT resource, task, release_ts AS ts, 0 AS tag, 0 AS da, 1 AS dr,
+                 NULL::BIGINT AS seq
           FROM h WHERE acquire_seq IS NOT NULL AND release_ts IS NOT NULL
+          UNION ALL SELECT resource, task, end_ts, 1, 0, 0, seq FROM w
           UNION ALL
-          SELECT resource, task, ts, 1, 0, seq FROM w)
-    QUALIFY tag = 1
+          SELECT resource, task, acquire_ts, 2, 1, 0, NULL FROM h WHERE acquire_seq IS NOT NULL
+          UNION ALL SELECT resource, task, ts, 3, 0, 0, seq FROM w)
+    WINDOW every AS (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING),
+           own AS (PARTITION BY resource, task ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
+    QUALIFY tag IN (1, 3)
 ),
 answered AS (
     -- the waits that another task's hold overlapped: begun before the wait ended, not
     -- released when it began
-    SELECT b.seq
-    FROM begun AS b JOIN ended AS e USING (seq)
-    WHERE (b.every - e.every) - (b.own - e.own) > 0
+    SELECT seq
+    FROM swept
+    GROUP BY seq
+    HAVING max(begun - begun_own) FILTER (WHERE tag = 1)
+           - max(ended - ended_own) FILTER (WHERE tag = 3) > 0
 ),
 waited AS (
     SELECT w.site, count(*) AS events, count(a.seq) AS fitting
