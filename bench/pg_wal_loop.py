@@ -4,6 +4,7 @@ small and then large, and each run diagnosed, with the server's own figures besi
 
     python bench/pg_wal_loop.py [--work DIR] [--seconds 15] [--clients 8]
                                 [--wal-buffers 32kB,512MB] [--jobs 2] [--validate-seconds 5]
+                                [--validate-rounds 2]
 
 1. Scan. PostgreSQL's tree (Debian's source package, tests/debian.py; $GIGI_SRC_CACHE is
    honoured) is copied and configured, and its compile commands derived from `make -n`, as
@@ -16,8 +17,10 @@ small and then large, and each run diagnosed, with the server's own figures besi
    Validate (--validate-seconds, default 5; 0 skips it): a short traced run of the same
    workload, `gigi-query validate` on its trace to drop the sites whose events formed no
    plausible lifecycle (an ACQUIRE never released, a RELEASE that ended no hold), and the
-   tree instrumented and built again with the sites kept, into --work/inst-valid: the
-   paper's loop, no hand annotation.
+   tree instrumented and built again with the sites kept, into --work/inst-valid; and again
+   on that build (--validate-rounds, default 2, until a round removes nothing), as the sites
+   that fire as the outermost of nested events change when others go: the paper's loop, no
+   hand annotation.
 3. Run. For each --wal-buffers value: a private cluster (initdb, loopback, fsync off,
    synchronous_commit off, max_wal_size 20GB so that no checkpoint comes in the run), started
    with GIGI_TRACE set, so that every backend is traced; pgbench runs a script of bulk inserts
@@ -85,10 +88,13 @@ def once(stamp: Path, said: str, step) -> bool:
     return True
 
 
-def scan_and_build(work: Path, jobs: int, validate_seconds: int, clients: int, first: str) -> Path:
+def scan_and_build(
+    work: Path, jobs: int, validate_seconds: int, validate_rounds: int, clients: int, first: str
+) -> Path:
     """The probed build's bin folder: scanned, instrumented, configured, made, installed; and,
     with VALIDATE_SECONDS, its sites validated by a run that long (with wal_buffers FIRST)
-    and the tree built again with the sites kept."""
+    and the tree built again with the sites kept, up to VALIDATE_ROUNDS times (until a
+    round removes nothing)."""
     tree = source_tree(PACKAGE, MARKER)
     t = time.perf_counter()
     copy = build(tree, work, jobs)
@@ -111,32 +117,36 @@ def scan_and_build(work: Path, jobs: int, validate_seconds: int, clients: int, f
     if report:
         print(f"  {_said(report)}")
     bins = instrumented_build(copy, sites, work, "", with_commands, jobs)
-    if not validate_seconds:
-        return bins
-    trace, valid = work / "trace-validate", work / "sites-valid"
-
-    def validate() -> None:
-        traced(bins, trace, {**SETTINGS, "wal_buffers": first}, validate_seconds, clients, work)
-        shutil.rmtree(valid, ignore_errors=True)
-        gigi(
-            "validate",
-            str(trace),
-            "--sites",
-            str(sites),
-            "--out",
-            str(valid),
-            log=work / "validate.log",
+    # each round validates the build the last one made: with fewer sites, others fire as the
+    # outermost of nested events (a lock's inner step once its outer ACQUIRE is gone), which
+    # the run before never judged
+    for k in range(1, validate_rounds + 1 if validate_seconds else 1):
+        suffix = "-valid" if k == 1 else f"-valid{k}"
+        trace, valid, log = (
+            work / "trace-validate",
+            work / f"sites{suffix}",
+            work / f"validate{k}.log",
         )
-        shutil.rmtree(trace, ignore_errors=True)
 
-    t = time.perf_counter()
-    said = f"{(sites / 'sites.parquet').stat().st_mtime_ns}\n{validate_seconds}\n{first}\n"
-    if once(work / "validated", said, validate):
-        print(f"validated by a {validate_seconds} s run in {time.perf_counter() - t:.0f} s")
-    lines = (work / "validate.log").read_text().splitlines()
-    for line in [x for x in lines if not x.lstrip().startswith("removed site")]:
-        print(f"  {line.strip()}")
-    return instrumented_build(copy, valid, work, "-valid", with_commands, jobs)
+        def validate(bins=bins, sites=sites, valid=valid, log=log, trace=trace) -> None:
+            settings = {**SETTINGS, "wal_buffers": first}
+            traced(bins, trace, settings, validate_seconds, clients, work)
+            shutil.rmtree(valid, ignore_errors=True)
+            gigi("validate", str(trace), "--sites", str(sites), "--out", str(valid), log=log)
+            shutil.rmtree(trace, ignore_errors=True)
+
+        t = time.perf_counter()
+        said = f"{(sites / 'sites.parquet').stat().st_mtime_ns}\n{validate_seconds}\n{first}\n"
+        if once(work / f"validated{k}", said, validate):
+            took = time.perf_counter() - t
+            print(f"validated (round {k}) by a {validate_seconds} s run in {took:.0f} s")
+        lines = log.read_text().splitlines()
+        for line in [x for x in lines if not x.lstrip().startswith("removed site")]:
+            print(f"  {line.strip()}")
+        if not any(x.lstrip().startswith("removed site") for x in lines):
+            break  # the build judged is the one to run
+        bins, sites = instrumented_build(copy, valid, work, suffix, with_commands, jobs), valid
+    return bins
 
 
 def instrumented_build(
@@ -369,13 +379,16 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds a diagnosis may take")
     ap.add_argument("--validate-seconds", type=int, default=5, help="the validation run (0: none)")
+    ap.add_argument("--validate-rounds", type=int, default=2, help="validations at most")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="gigi-pgloop-"))
     work.mkdir(parents=True, exist_ok=True)
     os.chmod(work, 0o755)  # the server's user reads the build and writes the traces
     print(f"work: {work}")
     first = args.wal_buffers.split(",")[0]
-    bins = scan_and_build(work, args.jobs, args.validate_seconds, args.clients, first)
+    bins = scan_and_build(
+        work, args.jobs, args.validate_seconds, args.validate_rounds, args.clients, first
+    )
     runs = [
         one_run(bins, work, w, args.seconds, args.clients, args.timeout)
         for w in args.wal_buffers.split(",")
