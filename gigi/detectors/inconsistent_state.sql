@@ -4,12 +4,12 @@
 --   had released it (and before acquiring it again), a task released an object twice with
 --   no ACQUIRE of it by anyone between, or more units were outstanding than the declared
 --   capacity by far more than lost events could explain. The program's use of the resource,
---   or its accounting of it, is wrong; the culprits are the tasks that broke the rule. Rules
---   judged by object cannot be where the events do not pair as recorded (an ACQUIRE site and
---   a RELEASE site that name objects differently, or a RELEASE site where none is): most
---   RELEASEs repeating one already made, more than twice as many RELEASEs as ACQUIREs, or
---   most ACQUIREs naming no object while most RELEASEs name one. That is no slip of the
---   program, and the verdict says so instead.
+--   or its accounting of it, is wrong; the culprits are the tasks that broke the rule. The
+--   rules by object do not apply where the events do not pair as recorded (an ACQUIRE site
+--   and a RELEASE site that name objects differently, or a RELEASE site where there is
+--   none): most RELEASEs repeating one already made, more than twice as many RELEASEs as
+--   ACQUIREs, or most ACQUIREs naming no object while most RELEASEs name one. That is no
+--   slip of the program, and the verdict says so instead.
 -- param inconsistent_min_events: contradicting USEs and RELEASEs before they count (default 3)
 -- param inconsistent_min_share: those as a share of the resource's USEs and RELEASEs (default 0.01)
 WITH suspects AS (
