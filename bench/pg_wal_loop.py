@@ -89,7 +89,13 @@ def once(stamp: Path, said: str, step) -> bool:
 
 
 def scan_and_build(
-    work: Path, jobs: int, validate_seconds: int, validate_rounds: int, clients: int, first: str
+    work: Path,
+    jobs: int,
+    validate_seconds: int,
+    validate_rounds: int,
+    clients: int,
+    first: str,
+    min_share: float | None = None,
 ) -> Path:
     """The probed build's bin folder: scanned, instrumented, configured, made, installed; and,
     with VALIDATE_SECONDS, its sites validated by a run that long (with wal_buffers FIRST)
@@ -132,11 +138,15 @@ def scan_and_build(
             settings = {**SETTINGS, "wal_buffers": first}
             traced(bins, trace, settings, validate_seconds, clients, work)
             shutil.rmtree(valid, ignore_errors=True)
-            gigi("validate", str(trace), "--sites", str(sites), "--out", str(valid), log=log)
+            share = ["--min-share", str(min_share)] if min_share is not None else []
+            gigi(
+                "validate", str(trace), "--sites", str(sites), "--out", str(valid), *share, log=log
+            )
             shutil.rmtree(trace, ignore_errors=True)
 
         t = time.perf_counter()
         said = f"{(sites / 'sites.parquet').stat().st_mtime_ns}\n{validate_seconds}\n{first}\n"
+        said += "" if min_share is None else f"{min_share}\n"
         if once(work / f"validated{k}", said, validate):
             took = time.perf_counter() - t
             print(f"validated (round {k}) by a {validate_seconds} s run in {took:.0f} s")
@@ -367,7 +377,7 @@ def summary(store: Path) -> None:
 
 def wal(finding: dict) -> bool:
     """A finding on the WAL's buffers or the locks that guard their insertion and write-out."""
-    return any(s["file"] == "xlog.c" for s in finding["sites"] if s["role"] == "victim")
+    return any(Path(s["file"]).name == "xlog.c" for s in finding["sites"] if s["role"] == "victim")
 
 
 def main() -> None:
@@ -380,6 +390,9 @@ def main() -> None:
     ap.add_argument("--timeout", type=int, default=1800, help="seconds a diagnosis may take")
     ap.add_argument("--validate-seconds", type=int, default=5, help="the validation run (0: none)")
     ap.add_argument("--validate-rounds", type=int, default=2, help="validations at most")
+    ap.add_argument(
+        "--validate-min-share", type=float, help="validate's --min-share (default: its own)"
+    )
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="gigi-pgloop-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -387,7 +400,13 @@ def main() -> None:
     print(f"work: {work}")
     first = args.wal_buffers.split(",")[0]
     bins = scan_and_build(
-        work, args.jobs, args.validate_seconds, args.validate_rounds, args.clients, first
+        work,
+        args.jobs,
+        args.validate_seconds,
+        args.validate_rounds,
+        args.clients,
+        first,
+        args.validate_min_share,
     )
     runs = [
         one_run(bins, work, w, args.seconds, args.clients, args.timeout)
