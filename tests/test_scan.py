@@ -3936,3 +3936,51 @@ def test_validation_does_not_judge_acquires_whose_releases_count_other_units(tmp
     why = {r["site"]: (r["keep"], r["reason"]) for r in v.rows}
     assert why[1][0] and why[1][1].startswith("not judged: its RELEASEs give back 1 unit"), why
     assert not why[3][0] and "it takes nothing" in why[3][1], why
+
+
+def test_validation_removes_an_acquire_whose_only_releases_go(tmp_path):
+    """An ACQUIRE site whose holds were closed only by a RELEASE site that validation removes
+    (most of its RELEASEs end no hold: a release that names objects some other way) would
+    never be released in the build deployed without that RELEASE: a count that only grows.
+    It goes with it. One released at a site that stays is kept."""
+    import pyarrow as pa
+
+    from gigi.scan._validate import validate
+    from gigi.schema import SITES
+    from tests.conftest import events, write_stream
+
+    rows = []  # (resource, kind, object, site)
+    for i in range(20):
+        rows += [("a", 1, i + 1, 1), ("a", 3, i + 1, 2), ("b", 1, i + 1, 3), ("b", 3, i + 1, 4)]
+    rows += [("a", 3, 1_000 + j, 2) for j in range(100)]  # objects never acquired
+    resource, kind, obj, site = zip(*rows, strict=True)
+    write_stream(
+        tmp_path / "e.arrows",
+        events(
+            ts=[10 * i for i in range(len(rows))],
+            kind=pa.array(kind, pa.uint8()),
+            resource=list(resource),
+            task=[1 + i % 4 for i in range(len(rows))],
+            object=pa.array(obj, pa.int64()),
+            site=pa.array(site, pa.int32()),
+        ),
+    )
+    sites = pa.Table.from_pylist(
+        [
+            {
+                "site": s,
+                "file": "lock.c",
+                "line": s,
+                "function": f"f{s}",
+                "kind": k,
+                "resource": r,
+                "origin": "heuristic",
+                "verified": True,
+            }
+            for s, k, r in ((1, 1, "a"), (2, 3, "a"), (3, 1, "b"), (4, 3, "b"))
+        ],
+        schema=SITES.arrow_schema,
+    )
+    v = validate(tmp_path, sites)
+    kept = {r["site"]: r["keep"] for r in v.rows}
+    assert kept == {1: False, 2: False, 3: True, 4: True}, v.rows

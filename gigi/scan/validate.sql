@@ -1,6 +1,8 @@
 -- validation: per candidate site (the table `candidates`, a sites table from scan), its events
 -- in the trace and how many of them fit a plausible lifecycle:
---   ACQUIRE: the hold it began was released (by its task, or by another by the spec's rule);
+--   ACQUIRE: the hold it began was released (by its task, or by another by the spec's rule),
+--            at a RELEASE site that itself stays (one removed would leave the hold open in
+--            the build deployed without it: a count that only grows);
 --   RELEASE: it ended a hold that an ACQUIRE in the trace began;
 --   USE: its task had not released the same (resource, object) since it last acquired it;
 --   WAIT: another task held the resource while it waited (an ACQUIRE before the wait ended,
@@ -24,19 +26,28 @@ h AS MATERIALIZED (
            release_site, open
     FROM holds
 ),
-acquires AS (
-    SELECT acquire_site AS site,
-        count(DISTINCT acquire_seq) AS events,
-        count(DISTINCT acquire_seq) FILTER (WHERE NOT open) AS fitting,
-        bool_or(resource IN (SELECT resource FROM units_differ)) AS unjudged
-    FROM h WHERE acquire_site IS NOT NULL AND acquire_seq IS NOT NULL
-    GROUP BY 1
-),
 releases AS (
     SELECT release_site AS site,
         count(DISTINCT release_seq) AS events,
         count(DISTINCT release_seq) FILTER (WHERE acquire_seq IS NOT NULL) AS fitting
     FROM h WHERE release_site IS NOT NULL AND release_seq IS NOT NULL
+    GROUP BY 1
+),
+releases_removed AS (
+    -- the RELEASE sites that go: exercised, and too few of their events fit
+    SELECT site FROM releases
+    WHERE fitting < getvariable('validate_min_share') * events
+),
+acquires AS (
+    SELECT acquire_site AS site,
+        count(DISTINCT acquire_seq) AS events,
+        count(DISTINCT acquire_seq) FILTER (
+            WHERE NOT open
+                AND (release_site IS NULL
+                     OR release_site NOT IN (SELECT site FROM releases_removed))
+        ) AS fitting,
+        bool_or(resource IN (SELECT resource FROM units_differ)) AS unjudged
+    FROM h WHERE acquire_site IS NOT NULL AND acquire_seq IS NOT NULL
     GROUP BY 1
 ),
 moves AS (
