@@ -3889,6 +3889,19 @@ def test_validation_counts_waits_answered_as_the_range_join_did(tmp_path):
     assert answered > 0
 
 
+def _candidates(triples):
+    """A sites table of (site, kind, resource) for validate: one function per site."""
+    import pyarrow as pa
+
+    rows = [
+        {"site": s, "file": "f.c", "line": s, "function": f"f{s}", "kind": k, "resource": r}
+        for s, k, r in triples
+    ]
+    for row in rows:
+        row.update(origin="heuristic", verified=True)
+    return pa.Table.from_pylist(rows, schema=SITES.arrow_schema)
+
+
 def test_validation_does_not_judge_acquires_whose_releases_count_other_units(tmp_path):
     """A log's reservations take bytes (2,000 an append) and its write-out, probed without an
     amount, gives back 1: unit by unit no hold ever closes, yet the ACQUIRE is the log's
@@ -3898,7 +3911,6 @@ def test_validation_does_not_judge_acquires_whose_releases_count_other_units(tmp
     import pyarrow as pa
 
     from gigi.scan._validate import validate
-    from gigi.schema import SITES
     from tests.conftest import events, write_stream
 
     n = 400
@@ -3916,22 +3928,7 @@ def test_validation_does_not_judge_acquires_whose_releases_count_other_units(tmp
             site=pa.array([2 if f else 1 for f in flush] + [3] * n, pa.int32()),
         ),
     )
-    sites = pa.Table.from_pylist(
-        [
-            {
-                "site": s,
-                "file": "log.c",
-                "line": s,
-                "function": f"f{s}",
-                "kind": k,
-                "resource": r,
-                "origin": "heuristic",
-                "verified": True,
-            }
-            for s, k, r in ((1, 1, "wal"), (2, 3, "wal"), (3, 1, "pool"))
-        ],
-        schema=SITES.arrow_schema,
-    )
+    sites = _candidates(((1, 1, "wal"), (2, 3, "wal"), (3, 1, "pool")))
     v = validate(tmp_path, sites)
     why = {r["site"]: (r["keep"], r["reason"]) for r in v.rows}
     assert why[1][0] and why[1][1].startswith("not judged: its RELEASEs give back 1 unit"), why
@@ -3946,7 +3943,6 @@ def test_validation_removes_an_acquire_whose_only_releases_go(tmp_path):
     import pyarrow as pa
 
     from gigi.scan._validate import validate
-    from gigi.schema import SITES
     from tests.conftest import events, write_stream
 
     rows = []  # (resource, kind, object, site)
@@ -3965,22 +3961,7 @@ def test_validation_removes_an_acquire_whose_only_releases_go(tmp_path):
             site=pa.array(site, pa.int32()),
         ),
     )
-    sites = pa.Table.from_pylist(
-        [
-            {
-                "site": s,
-                "file": "lock.c",
-                "line": s,
-                "function": f"f{s}",
-                "kind": k,
-                "resource": r,
-                "origin": "heuristic",
-                "verified": True,
-            }
-            for s, k, r in ((1, 1, "a"), (2, 3, "a"), (3, 1, "b"), (4, 3, "b"))
-        ],
-        schema=SITES.arrow_schema,
-    )
+    sites = _candidates(((1, 1, "a"), (2, 3, "a"), (3, 1, "b"), (4, 3, "b")))
     v = validate(tmp_path, sites)
     kept = {r["site"]: r["keep"] for r in v.rows}
     assert kept == {1: False, 2: False, 3: True, 4: True}, v.rows
