@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
-from gigi.diagnosis._diagnose import DuckDBEngine, load_detectors, memory_limit, run
+from gigi.diagnosis._diagnose import DuckDBEngine, load_detectors, run
 from gigi.errors import QueryError, did_you_mean
 from gigi.lake._scope import open_lake
+from gigi.queries._connect import memory_limit
 
 ENGINES = ("duckdb", "spark")
 

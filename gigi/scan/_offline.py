@@ -1846,6 +1846,16 @@ BYTES = re.compile(
 )
 
 
+def byte_members(by_record: dict[str, list[Member]]) -> dict[str, set[str]]:
+    """record -> its members that point to raw bytes (``record.member``), for the records
+    that have any: what an arena carves blocks from, or a buffer grows."""
+    out = {
+        rec: {f"{rec}.{m.name}" for m in ms if BYTES.match(m.type.strip())}
+        for rec, ms in by_record.items()
+    }
+    return {rec: b for rec, b in out.items() if b}
+
+
 def arenas(
     functions: list[Function], members: list[Member], resources: list
 ) -> list[ResourceGuess]:
@@ -1855,12 +1865,7 @@ def arenas(
     named or declared, carving blocks out of its memory is handing out units of it."""
     by_record = members_by_record(members)
     known = {g.name: g for g in resources}
-    # the records with bytes to carve: their members that point to raw bytes
-    carvable = {
-        rec: {f"{rec}.{m.name}" for m in ms if BYTES.match(m.type.strip())}
-        for rec, ms in by_record.items()
-    }
-    carvable = {rec: b for rec, b in carvable.items() if b}
+    carvable = byte_members(by_record)  # the records with bytes to carve
     found: dict[str, tuple[Function, str]] = {}
     positions: dict[str, set[str]] = {}
     for fn in functions:
@@ -1875,10 +1880,8 @@ def arenas(
         read = locals_read(fn)
         handed = set().union(*(read.get(x, set()) for x in returned), returned)
         for rec in sorted(moved_in & carvable.keys()):
-            byte_members = carvable[rec]
-            moved = [
-                a for a in bumps(fn, {rec}) if handed & byte_members or a.target in byte_members
-            ]
+            raw = carvable[rec]
+            moved = [a for a in bumps(fn, {rec}) if handed & raw or a.target in raw]
             if moved:
                 found.setdefault(rec, (fn, moved[0].target))
                 positions.setdefault(rec, set()).update(a.target for a in moved)
@@ -1906,7 +1909,7 @@ def arenas(
 RESIZES = re.compile(r"realloc", re.I)
 
 
-def moved_forward(fn: Function, a, read: dict[str, set[str]]) -> bool:
+def moved_forward(a, read: dict[str, set[str]]) -> bool:
     """Whether assignment A moves its target forward from where it was (``pos += n``;
     ``s->leng = indx + len`` where indx was read from s->leng)."""
     if a.op == "+=":
@@ -1923,7 +1926,7 @@ def appends(fn: Function, positions: list[str]) -> list:
     if not positions or not any(copies(c.callee) for c in fn.calls):
         return []
     read = locals_read(fn)
-    return [a for a in fn.assigns if a.target in positions and moved_forward(fn, a, read)]
+    return [a for a in fn.assigns if a.target in positions and moved_forward(a, read)]
 
 
 def copies(callee: str) -> bool:
@@ -1943,10 +1946,7 @@ def growables(
     members are named (curl's dynbuf: bufr, leng, allc, toobig)."""
     by_record = members_by_record(members)
     known = {g.name: g for g in resources}
-    carvable = {
-        rec: {f"{rec}.{m.name}" for m in ms if BYTES.match(m.type.strip())}
-        for rec, ms in by_record.items()
-    }
+    carvable = byte_members(by_record)
     resized: dict[str, Function] = {}
     for fn in functions:
         made = {
@@ -1976,7 +1976,7 @@ def growables(
                 continue
             member = a.target.split(".", 1)[1]
             typed = next((m.type for m in by_record[rec] if m.name == member), "")
-            if INTEGER.match(typed.strip()) and moved_forward(fn, a, read):
+            if INTEGER.match(typed.strip()) and moved_forward(a, read):
                 positions.setdefault(rec, set()).add(a.target)
     out = []
     # (a record already a resource of other units, a message shared by reference that holds

@@ -27,6 +27,7 @@ from gigi.scan._offline import (
     ZERO,
     Candidate,
     _words,
+    copies,
     is_status,
     lifecycle,
     records_of,
@@ -120,10 +121,6 @@ def handed_through_calls(found: Found) -> Found:
     return replace(found, sites=(*found.sites, *added))
 
 
-# a call that copies data into what it is handed (buffer_copy_string_len(c->mem, ...))
-COPIES = re.compile(r"copy|cpy", re.I)
-
-
 def _filled(fn, call, obj: str):
     """The call after CALL that reads or writes through OBJ, what FN keeps of what CALL
     acquired, or copies data into it (``buffer_copy_string_len(c->mem, mem, len)``,
@@ -133,7 +130,7 @@ def _filled(fn, call, obj: str):
             c
             for c in fn.calls
             if c.line > call.line
-            and (IO.search(c.callee) or COPIES.search(c.callee))
+            and (IO.search(c.callee) or copies(c.callee))
             and any(root(a) == root(obj) for a in c.args)
         ),
         None,
@@ -239,7 +236,7 @@ def _kept(fn, call, mine: set[str]) -> str:
             and obj in map(root, c.args)
             and c.callee != call.callee
             and not IO.search(c.callee)
-            and not COPIES.search(c.callee)
+            and not copies(c.callee)
             for c in fn.calls
         )
     )
