@@ -115,43 +115,34 @@ WITH bound AS (
     FROM own AS o LEFT JOIN tasks AS t ON t.task = o.task CROSS JOIN trace_info AS i
     LEFT JOIN last_waits AS l ON l.seq = o.seq
     WHERE o.kind = 3 AND coalesce(o.prev_kind, 3) = 3
+), holds_both AS (
+    SELECT 0 AS way, resource, acquire_ts, held_until, amount, idle
+    FROM held WHERE resource IN (SELECT resource FROM bound)
+    UNION ALL
+    SELECT 1, resource, acquire_ts, held_until, amount, false
+    FROM own_held WHERE resource IN (SELECT resource FROM bound)
 ), held_at_ends AS (
-    -- the units held at each window's end (acquired at or before it, held past it): a
-    -- running sum over the holds' starts (+) and ends (-) in time order, read at the
-    -- windows' ends, which sort after the holds' points at the same instant (a range join of
-    -- holds and windows grew as holds times windows: a hold open to the trace's end met every
-    -- window after it)
-    SELECT resource, window_index, units, idle_units
-    FROM (SELECT resource, window_index, tag,
-                 sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
-                     AS units,
-                 sum(di) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
-                     AS idle_units
-          FROM (SELECT resource, acquire_ts AS ts, 0 AS tag, -1 AS window_index, amount AS d,
-                       CASE WHEN idle THEN amount ELSE 0 END AS di
-                FROM held WHERE resource IN (SELECT resource FROM bound)
+    -- the units held at each window's end (acquired at or before it, held past it), by the
+    -- holds open then (way 0) and by the holds paired within each task (way 1): a running
+    -- sum over the holds' starts (+) and ends (-) in time order, read at the windows' ends,
+    -- which sort after the holds' points at the same instant (a range join of holds and
+    -- windows grew as holds times windows: a hold open to the trace's end met every window
+    -- after it)
+    SELECT way, resource, window_index, units, idle_units
+    FROM (SELECT way, resource, window_index, tag,
+                 sum(d) OVER w AS units, sum(di) OVER w AS idle_units
+          FROM (SELECT way, resource, acquire_ts AS ts, 0 AS tag, -1 AS window_index,
+                       amount AS d, CASE WHEN idle THEN amount ELSE 0 END AS di
+                FROM holds_both
                 UNION ALL
-                SELECT resource, greatest(held_until, acquire_ts), 0, -1, -amount,
+                SELECT way, resource, greatest(held_until, acquire_ts), 0, -1, -amount,
                        CASE WHEN idle THEN -amount ELSE 0 END
-                FROM held WHERE resource IN (SELECT resource FROM bound)
+                FROM holds_both
                 UNION ALL
-                SELECT resource, window_end, 1, window_index, 0, 0
-                FROM metrics_outstanding WHERE resource IN (SELECT resource FROM bound)))
-    WHERE tag = 1
-), own_held_at_ends AS (
-    -- the same for the holds paired within each task
-    SELECT resource, window_index, units
-    FROM (SELECT resource, window_index, tag,
-                 sum(d) OVER (PARTITION BY resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING)
-                     AS units
-          FROM (SELECT resource, acquire_ts AS ts, 0 AS tag, -1 AS window_index, amount AS d
-                FROM own_held WHERE resource IN (SELECT resource FROM bound)
-                UNION ALL
-                SELECT resource, greatest(held_until, acquire_ts), 0, -1, -amount
-                FROM own_held WHERE resource IN (SELECT resource FROM bound)
-                UNION ALL
-                SELECT resource, window_end, 1, window_index, 0
-                FROM metrics_outstanding WHERE resource IN (SELECT resource FROM bound)))
+                SELECT way, resource, window_end, 1, window_index, 0, 0
+                FROM metrics_outstanding CROSS JOIN (VALUES (0), (1)) AS ways(way)
+                WHERE resource IN (SELECT resource FROM bound))
+          WINDOW w AS (PARTITION BY way, resource ORDER BY ts, tag ROWS UNBOUNDED PRECEDING))
     WHERE tag = 1
 ), full_share AS (
     -- Share of the window ends at which the resource was (near) full, counted three ways: by
@@ -173,9 +164,9 @@ WITH bound AS (
     FROM metrics_outstanding AS o
     JOIN bound AS b USING (resource)
     LEFT JOIN held_at_ends AS hw
-        ON hw.resource = o.resource AND hw.window_index = o.window_index
-    LEFT JOIN own_held_at_ends AS ow
-        ON ow.resource = o.resource AND ow.window_index = o.window_index
+        ON hw.way = 0 AND hw.resource = o.resource AND hw.window_index = o.window_index
+    LEFT JOIN held_at_ends AS ow
+        ON ow.way = 1 AND ow.resource = o.resource AND ow.window_index = o.window_index
     GROUP BY o.resource
 ), waiters AS (
     SELECT resource, min_by(task, {'ns': -ns, 'task': task}, 100) AS victim_tasks,
