@@ -1237,6 +1237,19 @@ void cpool_close(cpool_t *p, conn_t *c)
         cpool_put(p, c);
 }
 
+/* given back, then its socket read and the field reset: winding it up, no use of it */
+void cpool_drop(cpool_t *p, conn_t *c)
+{
+    int fd;
+    note_time();
+    cpool_put(p, c);
+    fd = c->fd;
+    c->fd = -1;
+    if (c->busy)
+        return;
+    flush_fd(fd);
+}
+
 /* tearing the pool down is no event on its units */
 void cpool_destroy(cpool_t *p, conn_t *c)
 {
@@ -1255,13 +1268,14 @@ def test_a_caller_keeping_or_giving_up_a_unit_performs_the_calls_event(tmp_path)
     handed is a call that releases it gives it back, both at the call; not one that takes
     and gives back the unit itself, that goes on using it after, that hands over its parts
     too, or that tears the resource down (closing what the caller handed in is giving it
-    back)."""
+    back). Reading a field of the unit after, or resetting one, only winds it up."""
     gained, lost = _difference(tmp_path, {"pool.c": CONN_POOL}, "handed_through_calls")
     assert {(f, k, o) for f, k, _, o in gained} == {
         ("cpool_start", "ACQUIRE", "c"),
         ("cpool_start", "USE", "c"),  # the request sent on the connection it keeps
         ("cpool_finish", "RELEASE", "c"),
         ("cpool_close", "RELEASE", "c"),
+        ("cpool_drop", "RELEASE", "c"),
     }, gained
     assert lost == set()
 
@@ -2308,3 +2322,25 @@ def test_a_loop_whose_other_branch_leaves_is_one_wait(tmp_path):
     r = scan(tmp_path, jobs=1, rules=RULES)
     waits = {c.line for c in r.verified() if c.function == "queue_add" and c.kind == "WAIT"}
     assert waits == {loop}
+
+
+def test_a_count_moved_on_the_pools_record_gives_back_the_parameter_linked_in():
+    """A release that moves only the pool's own count (``cycle->free_n++``) gives back the
+    parameter the function links into a record (``cycle->free = c``): that is where its
+    callers hand the unit over. Without such a link it names no parameter."""
+    from gigi.scan._parse import Assign, Function
+    from gigi.scan._rules.wrappers import released_at
+
+    def put(*links: Assign) -> Function:
+        counted = Assign(4, "cycle.free_n", "cycle", ["cycle.free_n"], "+=", "cycle->free_n++")
+        return Function(
+            "put_conn", "c.c", 1, 5, "", "void", [("conn_t *", "c")], "", assigns=[*links, counted]
+        )
+
+    linked = Assign(3, "cycle.free", "cycle", ["c"], "=", "cycle->free = c")
+    released: dict = {}
+    released_at(released, put(linked), "conn", 4, "")
+    assert released == {"put_conn": {"conn": {0}}}
+    released = {}
+    released_at(released, put(), "conn", 4, "")
+    assert released == {"put_conn": {"conn": set()}}

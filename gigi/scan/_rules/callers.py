@@ -121,6 +121,19 @@ def handed_through_calls(found: Found) -> Found:
     return replace(found, sites=(*found.sites, *added))
 
 
+# the words of a function that writes a message (ngx_log_error_core, log_warn, perror)
+MESSAGE_WORDS = {"log", "error", "err", "warn", "warning", "debug", "trace", "printf", "perror"}
+
+
+def _tells(callee: str) -> bool:
+    """Whether CALLEE writes a message rather than working on what it is handed.
+
+    >>> _tells("ngx_log_error_core"), _tells("perror"), _tells("send_all")
+    (True, True, False)
+    """
+    return bool(MESSAGE_WORDS & {w.lower() for w in _words(callee)})
+
+
 def _filled(fn, call, obj: str):
     """The call after CALL that reads or writes through OBJ, what FN keeps of what CALL
     acquired, or copies data into it (``buffer_copy_string_len(c->mem, mem, len)``,
@@ -173,10 +186,32 @@ def _last_handed(fn, call, at: set[int]) -> str:
     # (a slot's number read after, new_head = i, touches no unit)
     scalar = obj in fn.locals and "*" not in fn.locals[obj] and "&" not in fn.locals[obj]
     if not scalar and any(
-        n > call.line and same_path(path, call.path) for n, path in fn.uses_after.get(root(obj), [])
+        n > call.line and same_path(path, call.path) and not _winds_up(fn, n, root(obj))
+        for n, path in fn.uses_after.get(root(obj), [])
     ):
         return ""
     return obj
+
+
+def _winds_up(fn, line: int, obj: str) -> bool:
+    """Whether FN's use of OBJ at LINE, after handing it over, only reads what it needs to
+    finish or marks it gone (``fd = c->fd; c->fd = -1; if (c->shared) return;``): no call
+    works through OBJ (a message about it may be written: ``log_error(c->log, ...)``), no
+    count or link of it moves, it is not returned."""
+    if any(n == line and obj in {root(x) for x in fs} for n, fs, _ in fn.returns):
+        return False
+    if any(
+        c.line == line
+        and obj in {root(a) for a in c.args}
+        and (obj in {bare(a) for a in c.args} or not _tells(c.callee))
+        for c in fn.calls
+    ):
+        return False
+    return all(
+        a.target in fn.locals or a.op == "=" and not a.sources and root(a.target_base) == obj
+        for a in fn.assigns
+        if a.line == line
+    )
 
 
 def _unheld(fn, call, obj: str) -> bool:

@@ -453,7 +453,15 @@ def released_at(released: dict, fn, resource: str, line: int, obj: str):
             for x in a.sources
         }
         at = {i for i, n in enumerate(names) if n and n in touched}
-        if not touched - {""}:
+        if not at:
+            # a count moved on the pool's own record (free_n++) beside the parameter the
+            # function links into a record (pool->free = c): that parameter is the unit
+            at = {
+                i
+                for i, (t, n) in enumerate(fn.params)
+                if n and "*" in t and any(n in a.sources and "." in a.target for a in fn.assigns)
+            }
+        if not at and not touched - {""}:
             holder = record_pattern(resource)
             at = {i for i, (t, _) in enumerate(fn.params) if "*" in t and not holder.search(t)}
     released.setdefault(fn.name, {}).setdefault(resource, set()).update(at)
