@@ -60,6 +60,44 @@ def test_demo_root_cause_first_then_its_consequence(demo_store):
     assert any(s["file"] == "demo/undo.py" and s["kind"] == "ACQUIRE" for s in first.sites)
 
 
+def test_a_resource_every_task_goes_through_is_no_cause(tmp_path):
+    """A hog's contention on a pool is not the consequence of a table growing, though the
+    hog takes a unit of the table too: every task takes one there (a lock table each
+    transaction goes through), so the table is not what sets the hog apart. The demo's
+    purge, which gives back all of the undo log, is (above)."""
+    from gigi.schema import TraceWriter
+    from tests.queueing import MS, Request, Simulation
+
+    trace = tmp_path / "t"
+    requests = [Request(f"request {i}", 2 * MS + i * 4 * MS, 10 * MS) for i in range(199)]
+    requests.append(Request("hog", 0, 500 * MS))
+    sim = Simulation("app.pool", 2, "pool", requests)
+    sim.write(trace)
+    w = TraceWriter(trace, "table-tests")
+    w.add("resources", {"resource": "app.table", "unit": "entries", "sharing": "pool"})
+    for i, r in enumerate(sim.requests):  # each task takes an entry, none gives one back
+        w.add(
+            "events",
+            {
+                "resource": "app.table",
+                "task": 1 + i,
+                "thread": 100 + i % 8,
+                "amount": 1,
+                "ts": r.arrival + 1000,
+                "kind": 1,
+                "object": 0,
+            },
+        )
+    w.flush()
+    d = diagnose(trace)
+    by = {(f.failure_mode, f.resource): f for f in d.findings}
+    grew = [f for (mode, res), f in by.items() if res == "app.table"]
+    assert grew and grew[0].failure_mode in ("unbounded_growth", "leak"), d.findings
+    hog = by[("contention", "app.pool")]
+    assert _name(trace, hog.culprit_tasks[0]) == "hog"
+    assert hog.caused_by is None, (hog.rank, hog.caused_by)
+
+
 def test_healthy_demo_has_no_finding(tmp_path):
     store = _demo(tmp_path, "healthy", long_txn_length=0.0)
     assert diagnose(store, threshold=0.0).findings == []

@@ -298,26 +298,34 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 def _link(engine, findings: list[Finding]) -> None:
-    """Set each finding's cause: a root finding on another resource that its top culprit
-    acquires or releases (purge releasing undo records while it floods the buffer pool)."""
+    """Set each finding's cause: a root finding on another resource whose work its top
+    culprit does most of: most of that resource's acquisitions or most of its releases
+    (purge releasing the undo records a long transaction kept, while it floods the buffer
+    pool). Touching the root's resource as every task does (a lock table each transaction
+    goes through) links nothing: a cause must be what sets the culprit apart."""
+    roots = [g for g in findings if g.failure_mode in _ROOT_MODES]
+    if not roots:
+        return
+    names = ", ".join("'" + r.replace("'", "''") + "'" for r in sorted({g.resource for g in roots}))
+    counts: dict[tuple[str, int], dict[int, int]] = {}
+    for resource, kind, task, n in engine.rows(
+        f"SELECT resource, kind, task, count(*) FROM events "
+        f"WHERE kind IN (1, 3) AND resource IN ({names}) GROUP BY resource, kind, task"
+    ):
+        counts.setdefault((resource, int(kind)), {})[task] = int(n)
+
+    def drives(task: int, resource: str) -> bool:
+        return any(
+            2 * by_task.get(task, 0) > sum(by_task.values())
+            for (r, _), by_task in counts.items()
+            if r == resource
+        )
+
     for f in findings:
         if not f.culprit_tasks or f.failure_mode in _ROOT_MODES or f.beside is not None:
             continue
-        top = f.culprit_tasks[0]
-        touched = {
-            r
-            for (r,) in engine.rows(
-                f"SELECT DISTINCT resource FROM events WHERE task = {int(top)} AND kind IN (1, 3)"
-            )
-        }
-        causes = [
-            g
-            for g in findings
-            if g is not f
-            and g.resource != f.resource
-            and g.failure_mode in _ROOT_MODES
-            and g.resource in touched
-        ]
+        top = int(f.culprit_tasks[0])
+        causes = [g for g in roots if g.resource != f.resource and drives(top, g.resource)]
         if causes:
             f.cause = max(causes, key=lambda g: g.score)
 
