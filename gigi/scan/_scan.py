@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -101,7 +102,10 @@ def _pooled(parse: Callable, work: list[tuple], jobs: int) -> Iterator[Unit]:
     for tries in range(1, POOL_TRIES + 1):
         last = tries == POOL_TRIES
         try:
-            with ProcessPoolExecutor(1 if last else jobs) as pool:
+            # (a forked worker freezes what it inherits: its collector then never runs the
+            # finalizers of the parent's clang objects, a crash seen during garbage
+            # collection in the workers of a process that had parsed before)
+            with ProcessPoolExecutor(1 if last else jobs, initializer=gc.freeze) as pool:
                 for u in pool.map(parse, work[start:], chunksize=1 if last else 4):
                     start += 1
                     yield u
