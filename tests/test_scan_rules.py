@@ -2344,3 +2344,44 @@ def test_a_count_moved_on_the_pools_record_gives_back_the_parameter_linked_in():
     released = {}
     released_at(released, put(), "conn", 4, "")
     assert released == {"put_conn": {"conn": set()}}
+
+
+OWN_LOCK_FUNCTION = """
+typedef struct lwlock { unsigned int state; int waiters; } lwlock;
+extern int lock_attempt(lwlock *lock, int mode);
+extern void lock_sleep(lwlock *lock);
+
+/* Take LOCK in MODE, sleeping until it is free. */
+void LWLockAcquire(lwlock *lock, int mode)
+{
+    for (;;) {
+        if (lock_attempt(lock, mode))
+            break;
+        lock_sleep(lock);
+    }
+}
+
+/* the insertion locks, and the one this process takes */
+typedef struct insert_lock { lwlock lock; long inserting_at; } insert_lock;
+extern insert_lock *InsertLocks;
+static int my_lock_no;
+
+/* Take one of the insertion locks. */
+void InsertLockAcquire(void)
+{
+    LWLockAcquire(&InsertLocks[my_lock_no].lock, 1);
+}
+"""
+
+
+def test_taking_a_named_lock_through_the_codes_own_lock_function_waits_in_it(tmp_path):
+    """A function whose job is to take a lock of its own naming (one of the insertion locks)
+    through a lock function of the code's own takes that lock, and waits for it where the
+    lock function waits inside (sleeping until the lock is free); the lock function's own
+    wait stays on its own resource."""
+    got = _kept(tmp_path, {"lock.c": OWN_LOCK_FUNCTION}, RULES)
+    assert got == {
+        ("LWLockAcquire", "WAIT", "lwlock", ""),
+        ("InsertLockAcquire", "ACQUIRE", "InsertLocks", ""),
+        ("InsertLockAcquire", "WAIT", "InsertLocks", ""),
+    }, got

@@ -5,7 +5,12 @@ What the call said is its result or what it wrote through an argument, read by t
 condition (or, in a loop that never ends by itself, by a test inside it). A loop that walks a
 table of locks, taking each once, is no retry, nor one that calls again only when a signal
 interrupted the call; a loop that takes a lock for each round of its work, and tests
-something else, waits for that, not for the lock."""
+something else, waits for that, not for the lock.
+
+A lock function of the code's own with such a slow way inside (LWLockAcquire sleeps until
+the lock is free) is waited in by the function whose job is to take a lock of its own naming
+through it (``LWLockAcquire(&WALInsertLocks[i].l.lock)``): a WAIT on that lock at the call,
+before its ACQUIRE."""
 
 from __future__ import annotations
 
@@ -36,12 +41,36 @@ def waits_around_locks(found: Found) -> Found:
             c = Candidate(fn.file, fn.name, loop.line, "WAIT", lock, "", "1", "heuristic", why)
             out.append(Site(c, True, f"verified: {why}"))
             have.add((fn.file, fn.name, loop.line, "WAIT"))
+    out += _slow_inside(found, [*found.sites, *out], have)
     return replace(
         found,
         resources=(*found.resources, *guesses.values()),
         sites=(*found.sites, *out),
         locks=found.locks | set(guesses),
     )
+
+
+def _slow_inside(found: Found, sites: list, have: set) -> list:
+    """WAITs at the ACQUIREs of a lock the scan found by its API (``found.locks``) that are a
+    call to a lock function of the code's own which waits inside."""
+    waits = {c.function for c, ok, _ in sites if ok and c.kind == "WAIT"}
+    out = []
+    for c, ok, _ in sites:
+        if not ok or c.kind != "ACQUIRE" or c.resource not in found.locks:
+            continue
+        fn = found.functions.get((c.file, c.function))
+        slow = [
+            call
+            for call in (fn.calls if fn else ())
+            if call.line == c.line and call.callee in waits and call.callee != c.function
+        ]
+        if not slow or (c.file, c.function, c.line, "WAIT") in have:
+            continue
+        why = f"{slow[0].callee}, which it calls to take {c.resource}, waits inside for it"
+        w = replace(c, kind="WAIT", object_expr="", why=why)
+        out.append(Site(w, True, f"verified: {why}"))
+        have.add((c.file, c.function, c.line, "WAIT"))
+    return out
 
 
 def _retried_by(fn, call):

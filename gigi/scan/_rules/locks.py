@@ -92,13 +92,25 @@ def lock_apis(found: Found) -> Found:
         for a in fn.accesses:
             touched.setdefault(a.record, set()).add(a.member)
     defined = {name for _, name in found.functions}
+    # the resources each function has events on
+    events: dict[str, set[str]] = {}
+    for c, ok, _ in found.sites:
+        if ok:
+            events.setdefault(c.function, set()).add(c.resource)
     for fn in found.functions.values():
         work = [c for c in fn.calls if not CHECKS.search(c.callee) and c.callee != ERRNO]
         if code_lines(fn) > WRAPPER_LINES or len({c.callee for c in work}) > 2:
             continue
         # (a lock function of the code's own whose body the scan has gives its events by
-        # what that body does, to the callers its wrappers rule finds)
-        prims = [c for c in work if lock_kinds(c) and not (_by_name(c) and c.callee in defined)]
+        # what that body does, to the callers its wrappers rule finds; but where the caller
+        # hands it a lock of its own naming, apart from the lock function's (one of the
+        # WAL's insertion locks to LWLockAcquire), taking that lock is the caller's job)
+        prims = [
+            c
+            for c in work
+            if lock_kinds(c)
+            and not (c.callee in defined and _by_name(c) and not _own_lock(fn, c, events))
+        ]
         # one call, or one per way of taking the same lock (a try, a timed wait), each on
         # its branch of a test of what the caller handed in
         if not prims or not all(unconditional(fn, c) for c in prims):
@@ -150,6 +162,15 @@ def lock_apis(found: Found) -> Found:
         sites=(*found.sites, *out),
         locks=found.locks | set(guesses),
     )
+
+
+def _own_lock(fn, call, events: dict[str, set[str]]) -> bool:
+    """Whether CALL, to a lock function of the code's own, is handed the address of a lock
+    FN names apart from the lock function's own resources (``&WALInsertLocks[i].l.lock``;
+    not a mode such as ``BUFFER_LOCK_UNLOCK``)."""
+    lock = lock_of(fn, call)
+    addressed = any(a.strip().startswith("&") and LOCK_NAMED.search(a) for a in call.args)
+    return bool(lock) and addressed and lock not in events.get(call.callee, set())
 
 
 def lock_found(lock: str, fn, call, how: str) -> ResourceGuess:
