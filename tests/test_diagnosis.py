@@ -98,6 +98,146 @@ def test_a_resource_every_task_goes_through_is_no_cause(tmp_path):
     assert hog.caused_by is None, (hog.rank, hog.caused_by)
 
 
+def _held_while_waiting(trace) -> None:
+    """A writer holds app.buffers 8 ms of every 10; an inserter every 2 ms takes app.insert
+    (one at a time), then waits for a buffer while it holds the insert lock."""
+    from gigi.schema import TraceWriter
+    from tests.queueing import MS
+
+    w = TraceWriter(trace, "held-tests")
+    for name in ("app.insert", "app.buffers"):
+        w.add(
+            "resources", {"resource": name, "capacity": 1, "unit": "units", "sharing": "exclusive"}
+        )
+    w.add(
+        "tasks",
+        {"task": 1000, "name": "writer", "kind": "background", "start": 0, "end": 2100 * MS},
+    )
+    for k in range(210):
+        for kind, at in ((1, 0), (2, 4), (3, 8)):
+            w.add(
+                "events",
+                {
+                    "resource": "app.buffers",
+                    "task": 1000,
+                    "thread": 1,
+                    "ts": (10 * k + at) * MS,
+                    "kind": kind,
+                    "amount": 1,
+                },
+            )
+    free = 0
+    for i in range(200):
+        arrival, task = i * 2 * MS, 1 + i
+
+        def ev(resource, kind, ts, dur=None, task=task, thread=10 + i % 8):
+            w.add(
+                "events",
+                {
+                    "resource": resource,
+                    "task": task,
+                    "thread": thread,
+                    "ts": int(ts),
+                    "kind": kind,
+                    "amount": 1,
+                    "dur": dur,
+                },
+            )
+
+        start = max(arrival, free)
+        if start > arrival:
+            ev("app.insert", 0, arrival, start - arrival)
+        ev("app.insert", 1, start)
+        phase = start % (10 * MS)
+        got = start  # a buffer at once in the writer's gap of 8-9.4 ms, else at the next
+        if not 8 * MS <= phase < 9.4 * MS:
+            got = start - phase + 8 * MS + (10 * MS if phase >= 9.4 * MS else 0)
+            ev("app.buffers", 0, start, got - start)
+        ev("app.buffers", 1, got)
+        ev("app.buffers", 3, got + 6 * MS // 10)
+        free = got + 6 * MS // 10 + 1000
+        ev("app.insert", 3, free)
+        w.add(
+            "tasks",
+            {
+                "task": task,
+                "name": f"insert {i}",
+                "kind": "foreground",
+                "start": arrival,
+                "end": free + 1000,
+            },
+        )
+    w.flush()
+
+
+def test_waits_behind_holders_that_wait_for_another_resource_are_its_consequence(tmp_path):
+    """Inserters queue for an insert lock whose holders wait for a buffer a writer keeps:
+    the blame for the insert lock's waits reaches the writer through the buffers, so the
+    buffers' contention is the root, ranked first by the weight of what it causes, and the
+    insert lock's, though it scores higher, is its consequence, saying why."""
+    trace = tmp_path / "t"
+    _held_while_waiting(trace)
+    d = diagnose(trace)
+    first, second = d.findings[:2]
+    assert (first.failure_mode, first.resource, first.caused_by) == (
+        "contention",
+        "app.buffers",
+        None,
+    )
+    assert (second.failure_mode, second.resource, second.caused_by) == (
+        "contention",
+        "app.insert",
+        1,
+    )
+    assert second.score > first.score
+    assert "app.buffers" in second.to_json()["caused_because"]
+    assert "caused_because" not in first.to_json()
+
+
+class _Rows:
+    """An engine's ``rows`` over a DuckDB connection."""
+
+    def __init__(self, con):
+        self.con = con
+
+    def rows(self, sql):
+        return self.con.execute(sql).fetchall()
+
+
+def test_waiting_inside_another_resources_wait_is_measured_per_task():
+    """The share of a resource's waiting that lies inside the same task's waits for another
+    (a lock function's own wait inside the wait for the lock it takes): another task's wait
+    at the same time does not enclose it."""
+    import duckdb
+
+    from gigi.diagnosis._diagnose import _waits_inside
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE waits (resource VARCHAR, task BIGINT, ts BIGINT, end_ts BIGINT, dur BIGINT)"
+    )
+    con.execute("""INSERT INTO waits VALUES
+        ('wal', 1, 0, 100, 100), ('lwlock', 1, 10, 90, 80),
+        ('wal', 2, 200, 260, 60), ('lwlock', 3, 210, 230, 20)""")
+    assert _waits_inside(_Rows(con), "lwlock", ["wal"]) == {"wal": 0.8}
+    assert _waits_inside(_Rows(con), "wal", ["lwlock"]) == {"lwlock": 0.0}
+
+
+def test_a_link_that_would_close_a_loop_of_causes_is_not_made():
+    from gigi.diagnosis._diagnose import Finding, _rank, _set_cause
+
+    def finding(resource, score):
+        return Finding("contention", resource, score, [1], [2], {}, "", "contention")
+
+    a, b, c = finding("a", 0.6), finding("b", 1.0), finding("c", 0.9)
+    assert _set_cause(b, a, "b behind a")
+    assert not _set_cause(a, b, "a behind b")
+    assert a.cause is None and b.cause is a
+    # a, though it scores under c, weighs as much as b, which it causes
+    assert [f.resource for f in _rank([a, b, c])] == ["a", "b", "c"]
+    assert b.caused_by == 1
+
+
 def test_healthy_demo_has_no_finding(tmp_path):
     store = _demo(tmp_path, "healthy", long_txn_length=0.0)
     assert diagnose(store, threshold=0.0).findings == []

@@ -732,6 +732,25 @@ def test_spark_finds_the_broken_rules_duckdb_finds(tmp_path, spark):
     assert got == want, _differences(want, got)
 
 
+def test_spark_links_causes_as_duckdb_does(tmp_path, spark, monkeypatch):
+    """The links between findings on Spark and on the stretched path: blame that reached
+    another resource's holders, and waits inside other waits, measured as in memory."""
+    from test_diagnosis import _held_while_waiting
+
+    from gigi.lake import _duckdb_metrics
+
+    _held_while_waiting(tmp_path / "trace")
+    m = ingest(tmp_path / "trace", tmp_path / "store")
+    ingest_lake(tmp_path / "store" / m.trace_id, tmp_path / "lake")
+    want = diagnose(tmp_path / "store").to_json()
+    assert [f["caused_by"] for f in want["findings"][:2]] == [None, 1]
+    got = diagnose_lake(tmp_path / "lake", engine="spark", spark=spark).to_json()
+    assert got == want, _differences(want, got)
+    monkeypatch.setattr(_duckdb_metrics, "AT_SCALE", 1)
+    got = diagnose(tmp_path / "store").to_json()
+    assert got == want, _differences(want, got)
+
+
 @pytest.mark.slow
 def test_spark_cuts_a_large_trace_into_many_partitions(recorded, spark, monkeypatch):
     """Spark keeps a materialized partition as one block and reads it back whole (a 300M-event

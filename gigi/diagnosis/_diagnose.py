@@ -57,9 +57,13 @@ class Finding:
     # Another finding on the same resource that this one is listed right after (a resource
     # both contended and too small): ranked together, not a cause.
     beside: Finding | None = field(default=None, repr=False)
+    # Why ``cause`` drives this finding, in words (an extra field of the JSON finding).
+    cause_why: str = ""
 
     def to_json(self) -> dict:
         extra = {} if self.executing is None else {"executing": self.executing}
+        if self.cause_why:
+            extra["caused_because"] = self.cause_why
         return {
             "rank": self.rank,
             "failure_mode": self.failure_mode,
@@ -298,21 +302,81 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 
 def _link(engine, findings: list[Finding]) -> None:
-    """Set each finding's cause: a root finding on another resource whose work its top
-    culprit does most of: most of that resource's acquisitions or most of its releases
-    (purge releasing the undo records a long transaction kept, while it floods the buffer
-    pool). Touching the root's resource as every task does (a lock table each transaction
-    goes through) links nothing: a cause must be what sets the culprit apart."""
-    roots = [g for g in findings if g.failure_mode in _ROOT_MODES]
-    if not roots:
-        return
-    names = ", ".join("'" + r.replace("'", "''") + "'" for r in sorted({g.resource for g in roots}))
+    """Set each finding's cause, and why, by the first of three ways one resource's trouble
+    drives another's that holds:
+
+    - its top culprit does most of the work of a resource with a root finding: most of its
+      acquisitions or most of its releases (purge giving back the undo records a long
+      transaction kept, while it floods the buffer pool). Touching that resource as every
+      task does (a lock table each transaction goes through) is no cause;
+    - most of the blame for its waits reached its culprits through another resource with a
+      finding: the holders its waiters were behind were waiting for that one (an inserter
+      holding an insertion lock while it waits for WAL buffer space), and the blame passed
+      on to its holders;
+    - most of its waiting lies inside the same tasks' waits for another resource with a
+      finding (a lock function's own waits inside the waits for the lock it takes for the
+      WAL): the outer resource is what the code was waiting for.
+
+    A link that would close a loop of causes is not made."""
+    others = [g for g in findings if g.beside is None]
+    roots = [g for g in others if g.failure_mode in _ROOT_MODES]
+    driven = _driven(engine, roots)
+    for f in findings:
+        if not f.culprit_tasks or f.beside is not None:
+            continue
+        if f.failure_mode not in _ROOT_MODES:
+            top = int(f.culprit_tasks[0])
+            causes = [g for g in roots if g.resource != f.resource and driven(top, g.resource)]
+            if causes:
+                cause = max(causes, key=lambda g: g.score)
+                _set_cause(f, cause, f"its top culprit drives {cause.resource}")
+                continue
+        elsewhere = [g for g in others if g.resource != f.resource]
+        if not elsewhere or f.failure_mode not in _BLAMED:
+            continue
+        through = _blamed_through(engine, f.resource)
+        nested = _waits_inside(engine, f.resource, [g.resource for g in elsewhere])
+        for shares, how in (
+            (through, "{:.0%} of its blame reached holders of {}, which its holders waited for"),
+            (nested, "{:.0%} of its waiting lies inside waits for {}"),
+        ):
+            best = max(
+                (r for r in shares if any(g.resource == r for g in elsewhere)),
+                key=lambda r: (shares[r], r),
+                default=None,
+            )
+            if best is not None and shares[best] > 0.5:
+                cause = max((g for g in elsewhere if g.resource == best), key=lambda g: g.score)
+                if _set_cause(f, cause, how.format(shares[best], best)):
+                    break
+
+
+def _set_cause(f: Finding, cause: Finding, why: str) -> bool:
+    """Make CAUSE F's cause, unless F already drives CAUSE (a loop); whether it was made."""
+    g: Finding | None = cause
+    while g is not None:
+        if g is f:
+            return False
+        g = g.cause
+    f.cause, f.cause_why = cause, why
+    return True
+
+
+def _quoted(names) -> str:
+    return ", ".join("'" + n.replace("'", "''") + "'" for n in sorted(set(names)))
+
+
+def _driven(engine, roots: list[Finding]):
+    """Whether a task does most of the acquiring or most of the releasing of a resource of
+    ROOTS: one query over their events, grouped by task."""
     counts: dict[tuple[str, int], dict[int, int]] = {}
-    for resource, kind, task, n in engine.rows(
-        f"SELECT resource, kind, task, count(*) FROM events "
-        f"WHERE kind IN (1, 3) AND resource IN ({names}) GROUP BY resource, kind, task"
-    ):
-        counts.setdefault((resource, int(kind)), {})[task] = int(n)
+    if roots:
+        for resource, kind, task, n in engine.rows(
+            "SELECT resource, kind, task, count(*) FROM events WHERE kind IN (1, 3) "
+            f"AND resource IN ({_quoted(g.resource for g in roots)}) "
+            "GROUP BY resource, kind, task"
+        ):
+            counts.setdefault((resource, int(kind)), {})[task] = int(n)
 
     def drives(task: int, resource: str) -> bool:
         return any(
@@ -321,17 +385,56 @@ def _link(engine, findings: list[Finding]) -> None:
             if r == resource
         )
 
-    for f in findings:
-        if not f.culprit_tasks or f.failure_mode in _ROOT_MODES or f.beside is not None:
-            continue
-        top = int(f.culprit_tasks[0])
-        causes = [g for g in roots if g.resource != f.resource and drives(top, g.resource)]
-        if causes:
-            f.cause = max(causes, key=lambda g: g.score)
+    return drives
+
+
+def _blamed_through(engine, resource: str) -> dict[str, float]:
+    """Per other resource, the share of the blame for the waits on RESOURCE that reached
+    its culprits through it: the holders the waiters were behind were themselves waiting
+    for that one, whose holders the blame passed on to (``metrics_blame``)."""
+    rows = engine.rows(
+        "SELECT culprit_resource, sum(blame_ns) FROM metrics_blame "
+        f"WHERE resource = {_quoted([resource])} GROUP BY culprit_resource"
+    )
+    total = sum(float(ns or 0) for _, ns in rows)
+    if total <= 0:
+        return {}
+    return {r: float(ns or 0) / total for r, ns in rows if r != resource}
+
+
+# the time waited for {mine}, and the part of it inside the same task's waits for {other}
+WAITS_INSIDE = """
+SELECT sum(CASE WHEN covered >= end_ts THEN dur ELSE 0 END), sum(dur)
+FROM (
+    SELECT mine, dur, end_ts,
+           max(CASE WHEN mine = 0 THEN end_ts END) OVER (
+               PARTITION BY task ORDER BY ts, mine
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered
+    FROM (SELECT task, ts, end_ts, dur, 1 AS mine FROM waits WHERE resource = {mine}
+          UNION ALL
+          SELECT task, ts, end_ts, dur, 0 AS mine FROM waits WHERE resource = {other}) AS u
+) AS x
+WHERE mine = 1
+"""
+
+
+def _waits_inside(engine, resource: str, others: list[str]) -> dict[str, float]:
+    """Per resource of OTHERS, the share of the time waited for RESOURCE that lies inside
+    the same task's wait for that resource (begun before, ended after): a running maximum
+    of the other waits' ends, in time order within each task."""
+    out = {}
+    for other in others:
+        ((inside, total),) = engine.rows(
+            WAITS_INSIDE.format(mine=_quoted([resource]), other=_quoted([other]))
+        )
+        if total:
+            out[other] = float(inside or 0) / float(total)
+    return out
 
 
 def _rank(findings: list[Finding]) -> list[Finding]:
-    """Roots by score, each followed by what it causes; ranks numbered from 1."""
+    """Roots by weight (their score, or the highest of what they cause), each followed by
+    what it causes; ranks numbered from 1."""
     children: dict[int, list[Finding]] = {}
     beside: dict[int, list[Finding]] = {}
     for f in findings:
@@ -347,10 +450,14 @@ def _rank(findings: list[Finding]) -> list[Finding]:
         for child in sorted(children.get(id(f), []), key=lambda g: -g.score):
             visit(child)
 
+    def weight(f: Finding) -> float:
+        # a root weighs as much as the heaviest finding it explains
+        return max([f.score, *(weight(c) for c in children.get(id(f), []))])
+
     for root in sorted(
         (f for f in findings if f.cause is None and f.beside is None),
-        # among equal scores, the resource waited for longest first
-        key=lambda g: (-g.score, -float(g.evidence.get("wait_ns") or 0)),
+        # among equal weights, the resource waited for longest first
+        key=lambda g: (-weight(g), -float(g.evidence.get("wait_ns") or 0)),
     ):
         visit(root)
     for rank, f in enumerate(ordered, 1):
