@@ -395,20 +395,25 @@ def _place_call(ci, stmts: list, s: dict, res: str, obj: str, amount: str):
     stmt = max(starting, key=lambda x: x.end - x.start)
     if stmt.cursor.kind == ci.CursorKind.DECL_STMT:
         raise Unplaceable(f"the wait at line {line} is a declaration's value")
-    # the block closes before an ACQUIRE placed after the same statement: the wait ends first
+    # the block closes before an ACQUIRE placed after the same statement: the wait ends first;
+    # and a call that took its fast way (under GIGI_SLOW_CALL_NS) waited for nothing
+    begin = _wait_begin(res, obj, amount, site, "gigi_wait_cleanup_slow")
     return f"around the call at line {line}", [
-        (stmt.start, 1, f"{MARK_OPEN}{{ {_wait_begin(res, obj, amount, site)}{MARK_CLOSE}"),
+        (stmt.start, 1, f"{MARK_OPEN}{{ {begin}{MARK_CLOSE}"),
         (stmt.end, 4, f"{MARK_OPEN} }}{MARK_CLOSE}"),
     ]
 
 
-def _wait_begin(res: str, obj: str, amount: str, site: int) -> str:
-    """A wait's beginning, in a scope of its own, ended by leaving the block it stands in."""
+def _wait_begin(
+    res: str, obj: str, amount: str, site: int, cleanup: str = "gigi_wait_cleanup"
+) -> str:
+    """A wait's beginning, in a scope of its own, ended by leaving the block it stands in
+    (by CLEANUP)."""
     var, scope = f"gigi_wait_{site}", f"gigi_in_wait_{site}"
     return (
         f"int {scope} __attribute__((cleanup(gigi_scope_leave))) = "
         f"gigi_scope_enter({res}, GIGI_WAIT); "
-        f"int64_t {var} __attribute__((cleanup(gigi_wait_cleanup))) = "
+        f"int64_t {var} __attribute__((cleanup({cleanup}))) = "
         f"gigi_scope_outermost({scope}) ? gigi_wait_begin({res}, {obj}, {amount}, {site}) : 0;"
     )
 

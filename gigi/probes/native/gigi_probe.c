@@ -424,6 +424,16 @@ void gigi_wait_end_(int64_t token) {
     put(r, &rec);
 }
 
+void gigi_wait_end_slow_(int64_t token) {
+    ring_t *r = my_ring;
+    if (!r || token < 1 || token > MAX_WAIT_DEPTH) return;
+    if (stamp() - r->waits[token - 1].ts >= GIGI_SLOW_CALL_NS) {
+        gigi_wait_end_(token);
+        return;
+    }
+    atomic_store_explicit(&r->nwaits, (int)token - 1, memory_order_release);
+}
+
 /* --- registries --------------------------------------------------------------------------- */
 
 /* N for a resource named in GIGI_SAMPLE ("name=N,other=M"), else 1. */

@@ -67,6 +67,14 @@ void gigi_event_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t 
  * gigi_wait_end (0 when off). Waits nest up to 8 deep per thread. */
 int64_t gigi_wait_begin_(int32_t rid, int64_t object, int64_t amount, int32_t site);
 void gigi_wait_end_(int64_t token);
+/* A WAIT around one blocking call (a lock function that sleeps inside when it must) ends as
+ * gigi_wait_end does, but is recorded only when the call took its slow way: longer than
+ * GIGI_SLOW_CALL_NS. Such calls take either their fast way, in about a microsecond (a cold
+ * first call a little more), or go to sleep on a futex or a semaphore and are woken tens of
+ * microseconds later: of 7.3M calls to PostgreSQL's WAL insertion locks under load, 7.27M
+ * returned in under 1 us, 704 in 1-5 us, and 37k slept 20 us or more. */
+#define GIGI_SLOW_CALL_NS 5000
+void gigi_wait_end_slow_(int64_t token);
 
 /* Flush everything recorded so far into segments now (the writer also does it on its own). */
 void gigi_flush(void);
@@ -181,6 +189,11 @@ static inline void gigi_level(int32_t rid, int64_t before, int64_t after, int32_
 
 /* For __attribute__((cleanup)): a wait that ends however its scope is left. */
 static inline void gigi_wait_cleanup(int64_t *token) { gigi_wait_end(*token); }
+/* The same for a wait around one blocking call: kept only when the call was slow. */
+static inline void gigi_wait_cleanup_slow(int64_t *token) {
+    if (GIGI_LIKELY_OFF(*token)) return;
+    gigi_wait_end_slow_(*token);
+}
 
 /* One event per call path. A function that performs an event of some kind on a resource
  * opens a scope for the pair while it runs; an event of that kind on that resource from a
