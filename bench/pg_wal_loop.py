@@ -21,10 +21,14 @@ small and then large, and each run diagnosed, with the server's own figures besi
    on that build (--validate-rounds, default 2, until a round removes nothing), as the sites
    that fire as the outermost of nested events change when others go: the paper's loop, no
    hand annotation.
-3. Run. For each --wal-buffers value: a private cluster (initdb, loopback, fsync off,
+3. Run. First the baseline: the same tree built with no probes (once, into
+   --work/inst-plain) and the same runs on it, the server's figures only; the probes change
+   what they measure, and the two are printed side by side at the end (probed / plain TPS).
+   Then, for each --wal-buffers value: a private cluster (initdb, loopback, fsync off,
    synchronous_commit off, max_wal_size 20GB so that no checkpoint comes in the run), started
    with GIGI_TRACE set, so that every backend is traced; pgbench runs a script of bulk inserts
-   (50 rows of 1 kB a transaction) with --clients clients for --seconds. The server's figures
+   (50 rows of 1 kB a transaction, each client into a table of its own) with --clients
+   clients for --seconds. The server's figures
    are the truth: transactions a second, pg_stat_wal's wal_buffers_full, and the share of
    the active client backends' pg_stat_activity samples (every 20 ms) that wait on the WAL's
    lightweight locks (WALInsert, WALWrite, WALBufMapping).
@@ -61,7 +65,11 @@ from tests.postgres.server import USER, Server  # noqa: E402
 SCANNED = ["src/backend/access/transam", "src/backend/storage"]
 WAL_LOCKS = {"WALInsert", "WALWrite", "WALBufMapping"}
 # a bulk insert: 50 rows of 1 kB, about 60 kB of WAL a transaction
-SCRIPT = "INSERT INTO bulk (pad) SELECT repeat('x', 1000) FROM generate_series(1, 50);\n"
+# each client its own table: one shared table makes the clients queue for its last page's
+# content lock and its extension lock instead (measured here with 8 clients on the build
+# with no probes: WAL locks 13% of wait samples at 32kB, 0.92x the TPS of 512MB; with a
+# table each, 85% and 0.54x)
+SCRIPT = "INSERT INTO bulk_:client_id (pad) SELECT repeat('x', 1000) FROM generate_series(1, 50);\n"
 SETTINGS = {
     "synchronous_commit": "off",
     "max_wal_size": "20GB",
@@ -146,6 +154,7 @@ def scan_and_build(
 
         t = time.perf_counter()
         said = f"{(sites / 'sites.parquet').stat().st_mtime_ns}\n{validate_seconds}\n{first}\n"
+        said += SCRIPT  # and the workload that exercises them
         said += "" if min_share is None else f"{min_share}\n"
         if once(work / f"validated{k}", said, validate):
             took = time.perf_counter() - t
@@ -267,7 +276,8 @@ def traced(
     script.write_text(SCRIPT)
     with Server(settings, bins=bins, env={"GIGI_TRACE": str(trace)}) as server:
         with server.connect() as conn:
-            conn.execute("CREATE TABLE bulk (id bigserial PRIMARY KEY, pad text)")
+            for i in range(clients):
+                conn.execute(f"CREATE TABLE bulk_{i} (id bigserial PRIMARY KEY, pad text)")
             conn.execute("SELECT pg_stat_reset_shared('wal')")
         sampler = Sampler(server)
         sampler.start()
@@ -302,10 +312,31 @@ def traced(
     return bench, samples, full
 
 
-def one_run(
-    bins: Path, work: Path, wal_buffers: str, seconds: int, clients: int, timeout: int
+def plain_build(tree: Path, work: Path, jobs: int) -> Path:
+    """The bin folder of TREE as it is, no probes: copied, built and installed once into
+    --work/inst-plain, the baseline the instrumented runs are measured against."""
+    plain, inst = work / "plain", work / "inst-plain"
+
+    def make() -> None:
+        shutil.rmtree(plain, ignore_errors=True)
+        shutil.rmtree(inst, ignore_errors=True)
+        shutil.copytree(tree, plain, symlinks=True)
+        run(["./configure", *CONFIGURE, f"--prefix={inst}"], plain, work / "configure-plain.log")
+        run(["make", f"-j{jobs}", "-s"], plain, work / "make-plain.log")
+        run(["make", "-s", "install"], plain, work / "install-plain.log")
+
+    t = time.perf_counter()
+    if once(work / "built-plain", f"{tree}\n{' '.join(CONFIGURE)}\n", make):
+        print(f"plain build made and installed in {time.perf_counter() - t:.0f} s")
+    return inst / "bin"
+
+
+def server_figures(
+    bins: Path, work: Path, wal_buffers: str, seconds: int, clients: int, name: str
 ) -> dict:
-    """One traced run: the server's figures, then gigi's diagnosis of its trace."""
+    """A run's figures as the server gives them (pgbench's TPS, pg_stat_wal, sampled wait
+    events), printed on one line under NAME; its trace, if the build traces, in
+    --work/trace-WAL_BUFFERS."""
     trace = work / f"trace-{wal_buffers}"
     out: dict = {"wal_buffers": wal_buffers}
     settings = {**SETTINGS, "wal_buffers": wal_buffers}
@@ -316,10 +347,19 @@ def one_run(
     out["wal_lock_share"] = sum(n for e, n in samples.items() if e in WAL_LOCKS) / max(total, 1)
     out["samples"] = samples
     print(
-        f"\nwal_buffers {wal_buffers}: {out['tps']:,.0f} TPS, wal_buffers_full "
+        f"\n{name}, wal_buffers {wal_buffers}: {out['tps']:,.0f} TPS, wal_buffers_full "
         f"{out['buffers_full']:,}, WAL locks {out['wal_lock_share']:.0%} of {total:,} samples "
         f"of active backends ({', '.join(f'{e} {n}' for e, n in samples.most_common(5))})"
     )
+    return out
+
+
+def one_run(
+    bins: Path, work: Path, wal_buffers: str, seconds: int, clients: int, timeout: int
+) -> dict:
+    """One traced run: the server's figures, then gigi's diagnosis of its trace."""
+    trace = work / f"trace-{wal_buffers}"
+    out = server_figures(bins, work, wal_buffers, seconds, clients, "probed")
     size = sum(f.stat().st_size for f in trace.iterdir())
     store = work / f"store-{wal_buffers}"
     shutil.rmtree(store, ignore_errors=True)
@@ -408,16 +448,26 @@ def main() -> None:
         first,
         args.validate_min_share,
     )
+    # the baseline first: the same runs on the tree with no probes
+    plain_bins = plain_build(source_tree(PACKAGE, MARKER), work, args.jobs)
+    plain = [
+        server_figures(plain_bins, work, w, args.seconds, args.clients, "plain")
+        for w in args.wal_buffers.split(",")
+    ]
     runs = [
         one_run(bins, work, w, args.seconds, args.clients, args.timeout)
         for w in args.wal_buffers.split(",")
     ]
     small, large = runs[0], runs[-1]
-    print(
-        f"\nTPS {small['wal_buffers']} / {large['wal_buffers']}: "
-        f"{small['tps'] / large['tps']:.2f}; wal_buffers_full "
-        f"{small['buffers_full']:,} against {large['buffers_full']:,}"
-    )
+    print()
+    for name, (a, b) in (("plain", (plain[0], plain[-1])), ("probed", (small, large))):
+        print(
+            f"{name:6s} TPS {a['wal_buffers']} / {b['wal_buffers']}: {a['tps'] / b['tps']:.2f}; "
+            f"wal_buffers_full {a['buffers_full']:,} against {b['buffers_full']:,}; WAL locks "
+            f"{a['wal_lock_share']:.0%} against {b['wal_lock_share']:.0%} of wait samples"
+        )
+    for p, r in zip(plain, runs, strict=True):
+        print(f"probed / plain TPS, wal_buffers {r['wal_buffers']}: {r['tps'] / p['tps']:.2f}")
     if small["findings"] is None or large["findings"] is None:
         print("goals: not known, a diagnosis did not finish")
         return
