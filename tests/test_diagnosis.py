@@ -223,6 +223,33 @@ def test_waiting_inside_another_resources_wait_is_measured_per_task():
     assert _waits_inside(_Rows(con), "wal", ["lwlock"]) == {"lwlock": 0.0}
 
 
+def test_contention_waited_inside_another_resources_waits_is_its_consequence():
+    """Where no blame passed through another resource, waiting that lies mostly inside the
+    same tasks' waits for another resource with a finding links to it, saying so."""
+    import duckdb
+
+    from gigi.diagnosis._diagnose import Finding, _link
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE events (resource VARCHAR, kind INT, task BIGINT)")
+    con.execute(
+        "CREATE TABLE metrics_blame (resource VARCHAR, culprit_resource VARCHAR, blame_ns BIGINT)"
+    )
+    con.execute("INSERT INTO metrics_blame VALUES ('lwlock', 'lwlock', 80), ('wal', 'wal', 100)")
+    con.execute(
+        "CREATE TABLE waits (resource VARCHAR, task BIGINT, ts BIGINT, end_ts BIGINT, dur BIGINT)"
+    )
+    con.execute("""INSERT INTO waits VALUES
+        ('wal', 1, 0, 100, 100), ('lwlock', 1, 10, 90, 80), ('lwlock', 2, 200, 220, 20)""")
+    wal, lwlock = (
+        Finding("contention", r, score, [9], [1], {}, "", "contention")
+        for r, score in (("wal", 0.7), ("lwlock", 1.0))
+    )
+    _link(_Rows(con), [wal, lwlock])
+    assert lwlock.cause is wal and wal.cause is None
+    assert lwlock.cause_why == "80% of its waiting lies inside waits for wal"
+
+
 def test_a_link_that_would_close_a_loop_of_causes_is_not_made():
     from gigi.diagnosis._diagnose import Finding, _rank, _set_cause
 

@@ -334,21 +334,30 @@ def _link(engine, findings: list[Finding]) -> None:
         elsewhere = [g for g in others if g.resource != f.resource]
         if not elsewhere or f.failure_mode not in _BLAMED:
             continue
+        # the blame's way first; the waits inside others only where it links nothing
         through = _blamed_through(engine, f.resource)
-        nested = _waits_inside(engine, f.resource, [g.resource for g in elsewhere])
-        for shares, how in (
-            (through, "{:.0%} of its blame reached holders of {}, which its holders waited for"),
-            (nested, "{:.0%} of its waiting lies inside waits for {}"),
+        if not _link_by(
+            f,
+            elsewhere,
+            through,
+            "{:.0%} of its blame reached holders of {}, which its holders waited for",
         ):
-            best = max(
-                (r for r in shares if any(g.resource == r for g in elsewhere)),
-                key=lambda r: (shares[r], r),
-                default=None,
-            )
-            if best is not None and shares[best] > 0.5:
-                cause = max((g for g in elsewhere if g.resource == best), key=lambda g: g.score)
-                if _set_cause(f, cause, how.format(shares[best], best)):
-                    break
+            nested = _waits_inside(engine, f.resource, [g.resource for g in elsewhere])
+            _link_by(f, elsewhere, nested, "{:.0%} of its waiting lies inside waits for {}")
+
+
+def _link_by(f: Finding, elsewhere: list[Finding], shares: dict[str, float], how: str) -> bool:
+    """Make the finding on the resource with the largest of SHARES, above one half, F's
+    cause, said by HOW; whether one was made."""
+    best = max(
+        (r for r in shares if any(g.resource == r for g in elsewhere)),
+        key=lambda r: (shares[r], r),
+        default=None,
+    )
+    if best is None or shares[best] <= 0.5:
+        return False
+    cause = max((g for g in elsewhere if g.resource == best), key=lambda g: g.score)
+    return _set_cause(f, cause, how.format(shares[best], best))
 
 
 def _set_cause(f: Finding, cause: Finding, why: str) -> bool:
