@@ -320,13 +320,13 @@ def _link(engine, findings: list[Finding]) -> None:
     A link that would close a loop of causes is not made."""
     others = [g for g in findings if g.beside is None]
     roots = [g for g in others if g.failure_mode in _ROOT_MODES]
-    driven = _driven(engine, roots)
+    drivers = _drivers(engine, roots)
     for f in findings:
         if not f.culprit_tasks or f.beside is not None:
             continue
         if f.failure_mode not in _ROOT_MODES:
             top = int(f.culprit_tasks[0])
-            causes = [g for g in roots if g.resource != f.resource and driven(top, g.resource)]
+            causes = [g for g in roots if g.resource != f.resource and (top, g.resource) in drivers]
             if causes:
                 cause = max(causes, key=lambda g: g.score)
                 _set_cause(f, cause, f"its top culprit drives {cause.resource}")
@@ -371,30 +371,24 @@ def _set_cause(f: Finding, cause: Finding, why: str) -> bool:
     return True
 
 
-def _quoted(names) -> str:
-    return ", ".join("'" + n.replace("'", "''") + "'" for n in sorted(set(names)))
-
-
-def _driven(engine, roots: list[Finding]):
-    """Whether a task does most of the acquiring or most of the releasing of a resource of
-    ROOTS: one query over their events, grouped by task."""
-    counts: dict[tuple[str, int], dict[int, int]] = {}
-    if roots:
-        for resource, kind, task, n in engine.rows(
-            "SELECT resource, kind, task, count(*) FROM events WHERE kind IN (1, 3) "
-            f"AND resource IN ({_quoted(g.resource for g in roots)}) "
-            "GROUP BY resource, kind, task"
-        ):
-            counts.setdefault((resource, int(kind)), {})[task] = int(n)
-
-    def drives(task: int, resource: str) -> bool:
-        return any(
-            2 * by_task.get(task, 0) > sum(by_task.values())
-            for (r, _), by_task in counts.items()
-            if r == resource
-        )
-
-    return drives
+def _drivers(engine, roots: list[Finding]) -> set[tuple[int, str]]:
+    """(task, resource) where the task does most of the acquiring or most of the releasing
+    of a resource of ROOTS: one query over their events, grouped by task."""
+    if not roots:
+        return set()
+    rows = engine.rows(
+        "SELECT resource, kind, task, count(*) FROM events WHERE kind IN (1, 3) "
+        f"AND resource IN ({', '.join(_quote(r) for r in sorted({g.resource for g in roots}))}) "
+        "GROUP BY resource, kind, task"
+    )
+    totals: dict[tuple[str, int], int] = {}
+    for resource, kind, _, n in rows:
+        totals[resource, kind] = totals.get((resource, kind), 0) + int(n)
+    return {
+        (int(task), resource)
+        for resource, kind, task, n in rows
+        if task is not None and 2 * int(n) > totals[resource, kind]
+    }
 
 
 def _blamed_through(engine, resource: str) -> dict[str, float]:
@@ -403,7 +397,7 @@ def _blamed_through(engine, resource: str) -> dict[str, float]:
     for that one, whose holders the blame passed on to (``metrics_blame``)."""
     rows = engine.rows(
         "SELECT culprit_resource, sum(blame_ns) FROM metrics_blame "
-        f"WHERE resource = {_quoted([resource])} GROUP BY culprit_resource"
+        f"WHERE resource = {_quote(resource)} GROUP BY culprit_resource"
     )
     total = sum(float(ns or 0) for _, ns in rows)
     if total <= 0:
@@ -434,7 +428,7 @@ def _waits_inside(engine, resource: str, others: list[str]) -> dict[str, float]:
     out = {}
     for other in others:
         ((inside, total),) = engine.rows(
-            WAITS_INSIDE.format(mine=_quoted([resource]), other=_quoted([other]))
+            WAITS_INSIDE.format(mine=_quote(resource), other=_quote(other))
         )
         if total:
             out[other] = float(inside or 0) / float(total)

@@ -414,25 +414,22 @@ int64_t gigi_wait_begin_(int32_t rid, int64_t object, int64_t amount, int32_t si
     return depth + 1;
 }
 
-void gigi_wait_end_(int64_t token) {
+/* Close the wait TOKEN, recording it when it lasted at least SHORTEST ns. */
+static void wait_end(int64_t token, int64_t shortest) {
     ring_t *r = my_ring;
     if (!r || token < 1 || token > MAX_WAIT_DEPTH) return;
     open_wait_t w = r->waits[token - 1];
-    record_t rec = {.ts = w.ts, .task = w.task, .amount = w.amount, .object = w.object,
-                    .dur = stamp() - w.ts, .rid = w.rid, .site = w.site, .kind = GIGI_WAIT};
+    int64_t dur = stamp() - w.ts;
     atomic_store_explicit(&r->nwaits, (int)token - 1, memory_order_release);
+    if (dur < shortest) return;
+    record_t rec = {.ts = w.ts, .task = w.task, .amount = w.amount, .object = w.object,
+                    .dur = dur, .rid = w.rid, .site = w.site, .kind = GIGI_WAIT};
     put(r, &rec);
 }
 
-void gigi_wait_end_slow_(int64_t token) {
-    ring_t *r = my_ring;
-    if (!r || token < 1 || token > MAX_WAIT_DEPTH) return;
-    if (stamp() - r->waits[token - 1].ts >= GIGI_SLOW_CALL_NS) {
-        gigi_wait_end_(token);
-        return;
-    }
-    atomic_store_explicit(&r->nwaits, (int)token - 1, memory_order_release);
-}
+void gigi_wait_end_(int64_t token) { wait_end(token, 0); }
+
+void gigi_wait_end_slow_(int64_t token) { wait_end(token, GIGI_SLOW_CALL_NS); }
 
 /* --- registries --------------------------------------------------------------------------- */
 
