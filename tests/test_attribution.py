@@ -12,6 +12,7 @@ from gigi.metrics.attribution import (
     Intervals,
     attribute,
     attribute_fast,
+    read_every,
 )
 
 
@@ -103,6 +104,27 @@ def test_a_wait_for_one_object_blames_its_holders_and_chains_through_objects(fn)
     assert got == {(2, 1, 0, 0): 90, (3, 1, 0, 1): 80}
 
 
+@pytest.mark.parametrize("fast", [False, True])
+def test_a_large_trace_reads_the_holders_once_a_cell(fast):
+    # Task 9 waits [0, 100); A (1) holds [0, 10), then B (2) [10, 100). Read at every instant,
+    # A takes 10 and B 90. Read once a cell of 50 ns, the change at 10 is read at 50: A takes
+    # 50 and B 50, and the wait's blame still adds up to it.
+    waits = iv([(0, 9, 0, 100, 1)], waits=True)
+    holders = iv([(0, 1, 0, 10, 1), (0, 2, 10, 100, 1)])
+    fn = (lambda w, h, e: attribute_fast(w, h, e).rows()) if fast else attribute
+    assert totals(fn(waits, holders, 0)) == {(9, 1, 0, 0): 10, (9, 2, 0, 0): 90}
+    assert totals(fn(waits, holders, 50)) == {(9, 1, 0, 0): 50, (9, 2, 0, 0): 50}
+    # a wait begun in a cell is read at its start, whatever the cell
+    late = iv([(0, 9, 30, 100, 1)], waits=True)
+    assert totals(fn(late, holders, 50)) == {(9, 2, 0, 0): 70}
+
+
+def test_only_a_large_trace_is_read_a_cell_at_a_time():
+    assert read_every(1_000_000, 10**10) == 0
+    assert read_every(40_000_000, 10**10) == 10**10 // (1 << 20)
+    assert read_every(40_000_000, 10) == 1
+
+
 _ivs = st.lists(
     st.tuples(
         st.integers(0, 2),
@@ -116,8 +138,13 @@ _ivs = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(_ivs, _ivs, st.lists(st.integers(0, 2), min_size=24, max_size=24))
-def test_numba_sweep_matches_the_plain_twin(w_rows, h_rows, objects):
+@given(
+    _ivs,
+    _ivs,
+    st.lists(st.integers(0, 2), min_size=24, max_size=24),
+    st.sampled_from([0, 1, 4, 7, 16]),
+)
+def test_numba_sweep_matches_the_plain_twin(w_rows, h_rows, objects, every):
     waits = iv(
         [(r, t, s, s + d, 1) for r, t, s, d, _ in w_rows],
         waits=True,
@@ -126,7 +153,7 @@ def test_numba_sweep_matches_the_plain_twin(w_rows, h_rows, objects):
     holders = iv(
         [(r, t, s, s + d, u) for r, t, s, d, u in h_rows], objects=objects[12 : 12 + len(h_rows)]
     )
-    slow, fast = attribute(waits, holders), fast_rows(waits, holders)
+    slow, fast = attribute(waits, holders, every), attribute_fast(waits, holders, every).rows()
     key = lambda row: row[:6]  # noqa: E731
     assert sorted(map(key, slow)) == sorted(map(key, fast))
     fast_by = {key(r): r[6] for r in fast}

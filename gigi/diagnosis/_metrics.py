@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gigi.diagnosis._stages import Stages
-from gigi.metrics.attribution import Intervals, attribute_fast
+from gigi.metrics.attribution import Intervals, attribute_fast, read_every
 from gigi.metrics.growth import growth
 from gigi.metrics.holdtime import hold_time
 from gigi.metrics.tasks import task_shares
@@ -200,11 +200,11 @@ def compute(con, stages: Stages | None = None) -> dict[str, pa.Table]:
     resources = con.sql("SELECT resource, capacity, sharing FROM resources ORDER BY resource")
     resources = resources.to_arrow_table()
     names = resources.column("resource").to_pylist()
-    start, end = con.sql('SELECT start, "end" FROM trace_info').fetchall()[0]
+    start, end, events = con.sql('SELECT start, "end", events FROM trace_info').fetchall()[0]
     with stage("totals: events, outstanding, rates"):
         totals, level, rate, square = _totals(con, names, start, end)
     with stage("blame: attribution over waits and holds"):
-        blame = _blame(con, names)
+        blame = _blame(con, names, read_every(events, max(end - start, 1)))
     per_res = {
         row["resource"]: row
         for row in blame.group_by("resource")
@@ -460,7 +460,7 @@ def _task_table(w: pa.Table, h: pa.Table, e: pa.Table, names: list[str]) -> pa.T
     )
 
 
-def _blame(con, names: list[str]):
+def _blame(con, names: list[str], every: int = 0):
     waits = con.sql(BLAME_WAITS).to_arrow_table()
     holders = con.sql(BLAME_HOLDERS).to_arrow_table()
     w = Intervals(
@@ -481,7 +481,7 @@ def _blame(con, names: list[str]):
         np.zeros(holders.num_rows, np.int64),
         holders.column("object").to_numpy(),
     )
-    b = attribute_fast(w, h)
+    b = attribute_fast(w, h, every)
     labels = pa.array(names, pa.string())
     return pa.table(
         {

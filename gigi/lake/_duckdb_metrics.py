@@ -70,7 +70,7 @@ def compute(con, stages, folder: str, chunks: int | None = None) -> None:
         totals, level, rate, square = _totals(con, names, start, end, seq_step=SEQ_STEP)
     with stages("blame: attribution over waits and holds"):
         blame = f"{folder}/blame"
-        sweep = _marking_cut(stretch.blame_sweep(names, *cut), *cut)
+        sweep = _marking_cut(stretch.blame_sweep(names, *cut, events), *cut)
         _by_stretch(con, stretch.BLAME_UNION, sweep, BLAME_ARROW, blame, *cut, merged=True)
         # a wait within one stretch has its rows from that stretch alone; the rows of the
         # others are summed over the stretches; then rounded half to even, as Spark's bround

@@ -54,7 +54,7 @@ def compute(spark, scope: LakeScope, stages, chunks: int | None = None) -> None:
     with stages("totals: events, outstanding, rates"):
         totals, level, rate, square = _totals(sql, names, start, end)
     with stages("blame: attribution over waits and holds"):
-        materialize(_blame(spark, sql, names, start, span, chunks)).createOrReplaceTempView(
+        materialize(_blame(spark, sql, names, start, span, chunks, events)).createOrReplaceTempView(
             "metrics_blame"
         )
         per_res = {
@@ -124,11 +124,11 @@ def _totals(sql, names: list[str], start: int, end: int):
     return totals, level, rate, square
 
 
-def _blame(spark, sql, names: list[str], start: int, span: int, chunks: int):
+def _blame(spark, sql, names: list[str], start: int, span: int, chunks: int, events: int):
     from pyspark.sql import functions as F
 
     rows = sql(chunked(BLAME_UNION, start, span, chunks))
-    sweep = blame_sweep(names, start, span, chunks)
+    sweep = blame_sweep(names, start, span, chunks, events)
     parts = rows.groupBy("chunk").applyInArrow(sweep, BLAME_SCHEMA)
     keys = [c for c in parts.columns if c != "blame_ns"]
     summed = parts.groupBy(*keys).agg(F.sum("blame_ns").alias("blame_ns"))

@@ -115,12 +115,14 @@ def bounds(chunk: int, start: int, span: int, chunks: int) -> tuple[int, int]:
     return lo, hi
 
 
-def blame_sweep(names: list[str], start: int, span: int, chunks: int):
+def blame_sweep(names: list[str], start: int, span: int, chunks: int, events: int):
     """The blame of one stretch's rows of BLAME_UNION (``chunk`` as ``chunked`` adds), cut to
-    it: partial rows, whose blame_ns add up over the stretches."""
+    it: partial rows, whose blame_ns add up over the stretches. ``events``: the trace's, for
+    how often its fractions are read (``read_every``; a stretch reads those of the waits
+    running into it again at its start)."""
 
     def sweep(table: pa.Table) -> pa.Table:
-        from gigi.metrics.attribution import Intervals, attribute_fast
+        from gigi.metrics.attribution import Intervals, attribute_fast, read_every
 
         chunk = table.column("chunk")[0].as_py()
         lo, hi = bounds(chunk, start, span, chunks)
@@ -139,7 +141,7 @@ def blame_sweep(names: list[str], start: int, span: int, chunks: int):
                 col("object")[mask],
             )
 
-        b = attribute_fast(part(src == 0), part(src == 1))
+        b = attribute_fast(part(src == 0), part(src == 1), read_every(events, span))
         labels = pa.array(names, pa.string())
         return pa.table(
             {

@@ -235,25 +235,65 @@ def _settle(w, t, since, rows, fracs, blame):
 
 
 @numba.njit(cache=True, nogil=True)
-def _touch(deps, entity, t, active, gen, marked, todo, n_todo, since, rows, fracs, blame):
-    """Settle, up to ``t``, every open wait registered (at its current generation) with
-    ``entity``, and queue it to be recomputed; the registrations are spent."""
+def _touch(deps, entity, active, gen, marked, todo, n_todo):
+    """Queue, to be settled and recomputed, every open wait registered (at its current
+    generation) with ``entity``; the registrations are spent."""
     if entity not in deps:
         return todo, n_todo
     for w, g in deps[entity].items():
         if active[w] == 1 and gen[w] == g and marked[w] == 0:
-            _settle(w, t, since, rows, fracs, blame)
             marked[w] = 1
-            if n_todo == todo.shape[0]:
-                todo = np.concatenate((todo, todo))
-            todo[n_todo] = w
-            n_todo += 1
+            todo, n_todo = _queue(todo, n_todo, w)
     del deps[entity]
     return todo, n_todo
 
 
 @numba.njit(cache=True, nogil=True)
-def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight, key_res, key_obj):
+def _queue(todo, n_todo, w):
+    if n_todo == todo.shape[0]:
+        todo = np.concatenate((todo, todo))
+    todo[n_todo] = w
+    return todo, n_todo + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _compute(
+    ws,
+    n,
+    active,
+    marked,
+    gen,
+    rows,
+    fracs,
+    stack,
+    registered,
+    w_key,
+    w_task,
+    held,
+    held_res,
+    waiting,
+    key_res,
+    key_obj,
+    deps,
+):
+    """Read again the fractions of the first ``n`` waits of ``ws`` still open."""
+    for j in range(n):
+        w = ws[j]
+        marked[w] = 0
+        if active[w] == 1:
+            gen[w] += 1
+            rows[w], fracs[w], grown = _fractions(
+                w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps, stack
+            )
+            stack = stack[:4] + grown
+            registered += 1 + fracs[w].shape[0]  # about
+    return stack, registered
+
+
+@numba.njit(cache=True, nogil=True)
+def sweep(
+    p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight, key_res, key_obj, every
+):
     n_waits = w_key.shape[0]
     held = Dict.empty(types.int64, INNER)  # key (resource, object) -> task -> units held
     held_res = Dict.empty(types.int64, INNER)  # resource -> task -> units held
@@ -269,19 +309,47 @@ def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight
     marked = np.zeros(n_waits, np.int8)
     gen = np.zeros(n_waits, np.int64)
     since = np.zeros(n_waits, np.int64)
-    todo = np.empty(64, np.int64)
+    todo = np.empty(64, np.int64)  # waits touched: to settle and recompute
+    fresh = np.empty(64, np.int64)  # waits begun: to compute
+    n_todo, n_fresh = 0, 0
     stack = _stack()
     registered, live = 0, 0  # registrations made, and live at the last collection
     blame = Dict.empty(BLAME_KEY, types.float64)  # (wait, culprit, culprit res, depth) -> ns
-    n_todo = 0
     for p in range(p_time.shape[0]):
         t = p_time[p]
         i = p_idx[p]
+        before = p_time[p - 1] if p > 0 else t
+        if before != t and n_todo > 0 and (every == 0 or t // every != before // every):
+            # the waits touched are settled at the old fractions up to the instant before
+            # (up to the cell's end when reading a cell at a time), and read again from there
+            upto = before if every == 0 else (before // every + 1) * every
+            for j in range(n_todo):
+                w = todo[j]
+                if active[w] == 1:
+                    _settle(w, upto, since, rows, fracs, blame)
+            stack, registered = _compute(
+                todo,
+                n_todo,
+                active,
+                marked,
+                gen,
+                rows,
+                fracs,
+                stack,
+                registered,
+                w_key,
+                w_task,
+                held,
+                held_res,
+                waiting,
+                key_res,
+                key_obj,
+                deps,
+            )
+            n_todo = 0
         if p_kind[p] == 0:
             r, task = w_key[i], w_task[i]
-            todo, n_todo = _touch(
-                deps[2], task, t, active, gen, marked, todo, n_todo, since, rows, fracs, blame
-            )
+            todo, n_todo = _touch(deps[2], task, active, gen, marked, todo, n_todo)
             if task not in waiting:
                 waiting[task] = Dict.empty(types.int64, types.int64)
             inner = waiting[task]
@@ -290,10 +358,7 @@ def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight
                 active[i] = 1
                 since[i] = t
                 marked[i] = 1
-                if n_todo == todo.shape[0]:
-                    todo = np.concatenate((todo, todo))
-                todo[n_todo] = i
-                n_todo += 1
+                fresh, n_fresh = _queue(fresh, n_fresh, i)
             else:
                 if active[i] == 1:
                     _settle(i, t, since, rows, fracs, blame)
@@ -307,23 +372,8 @@ def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight
                     del waiting[task]
         else:
             k, task = h_key[i], h_task[i]
-            todo, n_todo = _touch(
-                deps[0], k, t, active, gen, marked, todo, n_todo, since, rows, fracs, blame
-            )
-            todo, n_todo = _touch(
-                deps[1],
-                key_res[k],
-                t,
-                active,
-                gen,
-                marked,
-                todo,
-                n_todo,
-                since,
-                rows,
-                fracs,
-                blame,
-            )
+            todo, n_todo = _touch(deps[0], k, active, gen, marked, todo, n_todo)
+            todo, n_todo = _touch(deps[1], key_res[k], active, gen, marked, todo, n_todo)
             delta = h_weight[i] if p_start[p] == 1 else -h_weight[i]
             for table, r in ((held, k), (held_res, key_res[k])):
                 if r not in table:
@@ -335,18 +385,27 @@ def sweep(p_time, p_kind, p_start, p_idx, w_key, w_task, h_key, h_task, h_weight
                 if len(inner) == 0:
                     del table[r]
         if p + 1 < p_time.shape[0] and p_time[p + 1] == t:
-            continue  # the waits touched are recomputed once, after all the instant's points
-        for j in range(n_todo):
-            w = todo[j]
-            marked[w] = 0
-            if active[w] == 1:
-                gen[w] += 1
-                rows[w], fracs[w], grown = _fractions(
-                    w, w_key, w_task, held, held_res, waiting, key_res, key_obj, gen, deps, stack
-                )
-                stack = stack[:4] + grown
-                registered += 1 + fracs[w].shape[0]  # about
-        n_todo = 0
+            continue  # the waits begun are read once, after all the instant's points
+        stack, registered = _compute(
+            fresh,
+            n_fresh,
+            active,
+            marked,
+            gen,
+            rows,
+            fracs,
+            stack,
+            registered,
+            w_key,
+            w_task,
+            held,
+            held_res,
+            waiting,
+            key_res,
+            key_obj,
+            deps,
+        )
+        n_fresh = 0
         if registered > 2 * live + GARBAGE:
             live = _collect(deps, active, gen)
             registered = live

@@ -15,6 +15,15 @@ some and waiting for the rest, would otherwise cost the holders to the power of 
 a wait that finds no holder at all is unattributed (nobody held the resource: it was idle or
 simply empty). Blame along a chain adds up to the raw wait.
 
+A wait's fractions (the share of it each culprit takes) are read when it begins, and again
+whenever something they depend on has changed. In a large trace (``read_every``) they are read
+again only at the boundaries of cells of ``every`` ns, from the state the cell's last instant
+left: a wait is blamed as a sampling profiler would see it, its holders read at its start and
+then once a cell, and its blame still adds up to the wait. A trace of millions of boundaries
+a second (a server's locks, taken and let go within a microsecond, by backends each waiting
+behind the others) otherwise cost a reading of every open wait's chain at every boundary:
+hours for seconds of trace.
+
 ``attribute`` is the plain-Python sweep; its output rows are
 ``(wait_seq, resource, victim, culprit, culprit_resource, depth, blame_ns)``.
 """
@@ -31,6 +40,14 @@ from gigi._interrupts import held
 MAX_DEPTH = 4
 MIN_PASSED = 1 / 32  # the least share of a wait passed on down a chain
 PASSED_LEAST = MIN_PASSED * (1 - 1e-9)  # the same, whatever order its parts were added in
+EXACT_EVENTS = 1 << 22  # events up to which a trace's fractions are read at every instant
+CELLS = 1 << 20  # cells of time a larger trace's fractions are read in, at most
+
+
+def read_every(events: int, span: int) -> int:
+    """The ``every`` of a trace of ``events`` over ``span`` ns: 0 (every instant) up to
+    ``EXACT_EVENTS``, else the span cut into ``CELLS``."""
+    return 0 if events <= EXACT_EVENTS else max(1, span // CELLS)
 
 
 @dataclass
@@ -72,8 +89,9 @@ def _keys(waits: Intervals, holders: Intervals):
     )
 
 
-def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
-    """Blame rows for every WAIT in ``waits``; see the module docstring."""
+def attribute(waits: Intervals, holders: Intervals, every: int = 0) -> list[tuple]:
+    """Blame rows for every WAIT in ``waits``; see the module docstring (``every``: the
+    cells of time in which fractions are re-read, 0 for every instant)."""
     w_key, h_key, key_res, key_obj = _keys(waits, holders)
     # Boundaries: (time, order, kind, index); at one instant ends come before starts.
     points = []
@@ -102,15 +120,15 @@ def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
     def spread(
         key: int,
         mass: float,
-        length: int,
+        out: dict,
         seq: int,
         victim: int,
         wait_res: int,
         visited: frozenset,
         depth: int,
     ) -> bool:
-        """Give ``mass`` (a share of the wait) of ``length`` ns to the holders of ``key``
-        other than ``visited``; False if none."""
+        """Give ``mass`` (a share of the wait) of each ns to the holders of ``key`` other
+        than ``visited``, into ``out``; False if none."""
         holders_now = holders_of(key, visited)
         if not holders_now:
             return False
@@ -121,7 +139,7 @@ def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
             share = mass * units / total
             keys = [k for k, n in waiting[culprit].items() if n > 0 and k != key]
             if not keys or depth >= MAX_DEPTH:
-                blame[(seq, wait_res, victim, culprit, res, depth)] += length * share
+                out[(seq, wait_res, victim, culprit, res, depth)] += share
                 continue
             for k2 in keys:
                 onward.setdefault(k2, []).append((culprit, share / len(keys)))
@@ -131,42 +149,63 @@ def attribute(waits: Intervals, holders: Intervals) -> list[tuple]:
                 passed += part
             on = visited | {culprit for culprit, _ in parts}
             if passed < PASSED_LEAST or not spread(
-                k2, passed, length, seq, victim, wait_res, on, depth + 1
+                k2, passed, out, seq, victim, wait_res, on, depth + 1
             ):
                 for culprit, part in parts:
-                    blame[(seq, wait_res, victim, culprit, res, depth)] += length * part
+                    out[(seq, wait_res, victim, culprit, res, depth)] += part
         return True
 
-    prev_t = None
-    for t, order, kind, i in points:
-        if prev_t is not None and t > prev_t and active_waits:
-            length = t - prev_t
-            for w, key in active_waits.items():
-                task = int(waits.task[w])
-                spread(
-                    key,
-                    1.0,
-                    length,
-                    int(waits.seq[w]),
-                    task,
-                    int(key_res[key]),
-                    frozenset({task}),
-                    0,
-                )
-        prev_t = t
-        if kind == 0:
-            key, task = int(w_key[i]), int(waits.task[i])
-            if order == 1:
-                active_waits[i] = key
-                waiting[task][key] += 1
+    def fractions(w: int, key: int) -> dict[tuple, float]:
+        out: dict[tuple, float] = defaultdict(float)
+        task = int(waits.task[w])
+        seq, res = int(waits.seq[w]), int(key_res[key])
+        spread(key, 1.0, out, seq, task, res, frozenset({task}), 0)
+        return out
+
+    def segment(a: int, b: int) -> None:
+        for w in active_waits:
+            for k, f in cached[w].items():
+                blame[k] += (b - a) * f
+
+    # an instant's points all apply before its fractions are read (those of the waits begun
+    # then, and with ``every`` 0 all of them); with ``every``, the others' are read again at
+    # the first cell boundary past an instant, when another instant follows in a later cell
+    cached: dict[int, dict[tuple, float]] = {}
+    prev = None
+    n = 0
+    while n < len(points):
+        t = points[n][0]
+        if prev is not None:
+            if every > 0 and t // every != prev // every:
+                upto = (prev // every + 1) * every
+                segment(prev, upto)
+                for w, key in active_waits.items():
+                    cached[w] = fractions(w, key)
+                segment(upto, t)
             else:
-                active_waits.pop(i, None)
-                waiting[task][key] -= 1
-        else:
-            key, task = int(h_key[i]), int(holders.task[i])
-            delta = int(holders.weight[i]) * (1 if order == 1 else -1)
-            held_key[key][task] += delta
-            held_res[int(key_res[key])][task] += delta
+                segment(prev, t)
+        begun = []
+        while n < len(points) and points[n][0] == t:
+            _, order, kind, i = points[n]
+            n += 1
+            if kind == 0:
+                key, task = int(w_key[i]), int(waits.task[i])
+                if order == 1:
+                    active_waits[i] = key
+                    waiting[task][key] += 1
+                    begun.append(i)
+                else:
+                    active_waits.pop(i, None)
+                    cached.pop(i, None)
+                    waiting[task][key] -= 1
+            else:
+                key, task = int(h_key[i]), int(holders.task[i])
+                delta = int(holders.weight[i]) * (1 if order == 1 else -1)
+                held_key[key][task] += delta
+                held_res[int(key_res[key])][task] += delta
+        for w in active_waits if every == 0 else begun:
+            cached[w] = fractions(w, active_waits[w])
+        prev = t
     return [(*key, value) for key, value in blame.items() if value > 0]
 
 
@@ -191,7 +230,7 @@ def _points(waits: Intervals, holders: Intervals):
 
 
 @held
-def attribute_fast(waits: Intervals, holders: Intervals) -> Blame:
+def attribute_fast(waits: Intervals, holders: Intervals, every: int = 0) -> Blame:
     """``attribute``, as a numba sweep: the same rows (blame to within float rounding), as
     arrays (``.rows()`` gives ``attribute``'s tuples)."""
     from gigi.metrics._attribution_kernel import sweep
@@ -207,6 +246,7 @@ def attribute_fast(waits: Intervals, holders: Intervals) -> Blame:
         as64(holders.weight),
         as64(key_res),
         as64(key_obj),
+        int(every),
     )
     keep = v > 0
     w, c, r, d, v = w[keep], c[keep], r[keep], d[keep], v[keep]
