@@ -257,26 +257,13 @@ def _queue(todo, n_todo, w):
 
 
 @numba.njit(cache=True, nogil=True)
-def _compute(
-    ws,
-    n,
-    active,
-    marked,
-    gen,
-    rows,
-    fracs,
-    stack,
-    registered,
-    w_key,
-    w_task,
-    held,
-    held_res,
-    waiting,
-    key_res,
-    key_obj,
-    deps,
-):
-    """Read again the fractions of the first ``n`` waits of ``ws`` still open."""
+def _compute(ws, n, per_wait, trace, state, stack, registered):
+    """Read again the fractions of the first ``n`` waits of ``ws`` still open. ``per_wait``:
+    (active, marked, gen, rows, fracs); ``trace``: (w_key, w_task, key_res, key_obj);
+    ``state``: (held, held_res, waiting, deps)."""
+    active, marked, gen, rows, fracs = per_wait
+    w_key, w_task, key_res, key_obj = trace
+    held, held_res, waiting, deps = state
     for j in range(n):
         w = ws[j]
         marked[w] = 0
@@ -313,6 +300,9 @@ def sweep(
     fresh = np.empty(64, np.int64)  # waits begun: to compute
     n_todo, n_fresh = 0, 0
     stack = _stack()
+    per_wait = (active, marked, gen, rows, fracs)
+    trace = (w_key, w_task, key_res, key_obj)
+    state = (held, held_res, waiting, deps)
     registered, live = 0, 0  # registrations made, and live at the last collection
     blame = Dict.empty(BLAME_KEY, types.float64)  # (wait, culprit, culprit res, depth) -> ns
     for p in range(p_time.shape[0]):
@@ -327,25 +317,7 @@ def sweep(
                 w = todo[j]
                 if active[w] == 1:
                     _settle(w, upto, since, rows, fracs, blame)
-            stack, registered = _compute(
-                todo,
-                n_todo,
-                active,
-                marked,
-                gen,
-                rows,
-                fracs,
-                stack,
-                registered,
-                w_key,
-                w_task,
-                held,
-                held_res,
-                waiting,
-                key_res,
-                key_obj,
-                deps,
-            )
+            stack, registered = _compute(todo, n_todo, per_wait, trace, state, stack, registered)
             n_todo = 0
         if p_kind[p] == 0:
             r, task = w_key[i], w_task[i]
@@ -386,25 +358,7 @@ def sweep(
                     del table[r]
         if p + 1 < p_time.shape[0] and p_time[p + 1] == t:
             continue  # the waits begun are read once, after all the instant's points
-        stack, registered = _compute(
-            fresh,
-            n_fresh,
-            active,
-            marked,
-            gen,
-            rows,
-            fracs,
-            stack,
-            registered,
-            w_key,
-            w_task,
-            held,
-            held_res,
-            waiting,
-            key_res,
-            key_obj,
-            deps,
-        )
+        stack, registered = _compute(fresh, n_fresh, per_wait, trace, state, stack, registered)
         n_fresh = 0
         if registered > 2 * live + GARBAGE:
             live = _collect(deps, active, gen)
