@@ -227,3 +227,22 @@ def test_a_c_program_with_a_hog_in_its_pool(tmp_path):
         [str(binary)], env=env | {"GIGI_TRACE": str(tmp_path / "t")}, check=True, timeout=120
     )
     _hog_first(tmp_path / "t")
+
+
+def test_the_last_of_equal_holders_does_not_stand_out_over_the_few_below_it(tmp_path):
+    # Eight tasks hold a pool of eight for a second while two requests wait: eight equal
+    # shares of the blame, and two tiny ones (a brief holder, a request). The last of the
+    # eight carries far more than the two below it, but no more than the seven above it:
+    # nobody stands out, so the blame is spread and the pool is too small.
+    requests = [Request(f"long {i}", 0, 1000 * MS) for i in range(7)]
+    requests.append(Request("brief", 0, MS))
+    requests.append(Request("long 7", MS, 1000 * MS))
+    requests += [Request(f"request {k}", MS // 2 + k * 10 * MS, MS) for k in range(2)]
+    Simulation("app.pool", 8, "pool", requests).write(tmp_path / "t")
+    d = diagnose(tmp_path / "t")
+    assert (d.findings[0].failure_mode, d.findings[0].resource) == (
+        "under_provisioning",
+        "app.pool",
+    )
+    for f in d.findings:
+        assert f.failure_mode != "contention" or f.evidence["standouts"] == 0, f.summary

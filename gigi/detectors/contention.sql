@@ -23,11 +23,16 @@ WITH blame AS (
     FROM blame AS b JOIN spread AS s USING (resource)
     WHERE b.ns > 0
 ), flagged AS (
-    -- a standout carries a large share by itself, far above the holders below it
-    SELECT *, place <= 10 AND share >= getvariable('contention_standout_share')
-              AND (ns >= getvariable('contention_standout_ratio') * mean_below OR culprits = 1)
-              AS standout
-    FROM ranked
+    -- a standout carries a large share by itself, far above the holders below it, and so
+    -- does every holder above it: the last of eight equal holders stands far above one small
+    -- holder below it, but it is one of eight peers, not a standout
+    SELECT *, min(CASE WHEN stands THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY resource ORDER BY place
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) = 1 AS standout
+    FROM (SELECT *, place <= 10 AND share >= getvariable('contention_standout_share')
+                    AND (ns >= getvariable('contention_standout_ratio') * mean_below
+                         OR culprits = 1) AS stands
+          FROM ranked)
 ), named AS (
     -- the standouts, or with none the five most blamed (the rest are in the culprit groups)
     SELECT f.resource, list(f.culprit ORDER BY f.place) AS tasks

@@ -34,11 +34,18 @@ WITH bound AS (
         AS s USING (resource)
     WHERE b.ns > 0
 ), standouts AS (
-    -- the blame carried by holders that stand out, as contention.sql picks them
+    -- the blame carried by holders that stand out, as contention.sql picks them (each
+    -- far above those below it, and every holder above it too)
     SELECT resource, sum(ns) AS ns
-    FROM ranked
-    WHERE place <= 10 AND share >= getvariable('contention_standout_share')
-        AND (ns >= getvariable('contention_standout_ratio') * mean_below OR culprits = 1)
+    FROM (SELECT resource, ns,
+                 min(CASE WHEN stands THEN 1 ELSE 0 END)
+                     OVER (PARTITION BY resource ORDER BY place
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS prefix
+          FROM (SELECT *, place <= 10 AND share >= getvariable('contention_standout_share')
+                          AND (ns >= getvariable('contention_standout_ratio') * mean_below
+                               OR culprits = 1) AS stands
+                FROM ranked))
+    WHERE prefix = 1
     GROUP BY resource
 ), users AS (
     -- the tasks that used the resource, where anything records its use at all
