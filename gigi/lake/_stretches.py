@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from gigi.diagnosis._metrics import BLAME_HOLDERS, BLAME_WAITS, HELD_UNTIL, _codes
 from gigi.lake._scope import SQL_DIR
+from gigi.metrics.attribution import read_every
 
 CHUNK_EVENTS = 1 << 21  # events per stretch of time of the sweeps, about
 # task_metrics.sql over the views themselves
@@ -120,9 +121,10 @@ def blame_sweep(names: list[str], start: int, span: int, chunks: int, events: in
     it: partial rows, whose blame_ns add up over the stretches. ``events``: the trace's, for
     how often its fractions are read (``read_every``; a stretch reads those of the waits
     running into it again at its start)."""
+    every = read_every(events, span)
 
     def sweep(table: pa.Table) -> pa.Table:
-        from gigi.metrics.attribution import Intervals, attribute_fast, read_every
+        from gigi.metrics.attribution import Intervals, attribute_fast
 
         chunk = table.column("chunk")[0].as_py()
         lo, hi = bounds(chunk, start, span, chunks)
@@ -141,7 +143,7 @@ def blame_sweep(names: list[str], start: int, span: int, chunks: int, events: in
                 col("object")[mask],
             )
 
-        b = attribute_fast(part(src == 0), part(src == 1), read_every(events, span))
+        b = attribute_fast(part(src == 0), part(src == 1), every)
         labels = pa.array(names, pa.string())
         return pa.table(
             {
