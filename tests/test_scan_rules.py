@@ -2385,3 +2385,89 @@ def test_taking_a_named_lock_through_the_codes_own_lock_function_waits_in_it(tmp
         ("InsertLockAcquire", "ACQUIRE", "InsertLocks", ""),
         ("InsertLockAcquire", "WAIT", "InsertLocks", ""),
     }, got
+
+
+WAITED_OBJECT = """
+#include <stdbool.h>
+#include <semaphore.h>
+
+/* A lightweight lock: an exclusive bit and a count of shared holders, sleepers on sem. */
+typedef struct lwlock { unsigned state; int nwaiters; sem_t sem; } lwlock_t;
+
+#define EXCLUSIVE 0x1000000u
+
+/* Try to take LOCK: whether the caller must wait. */
+static bool lwlock_attempt(lwlock_t *lock, bool exclusive)
+{
+    unsigned old = lock->state;
+    unsigned desired = old;
+    if (exclusive ? old != 0 : (old & EXCLUSIVE) != 0)
+        return true;
+    desired += exclusive ? EXCLUSIVE : 1;
+    return !__sync_bool_compare_and_swap(&lock->state, old, desired);
+}
+
+/* Take LOCK, sleeping until it is free. */
+void lwlock_acquire(lwlock_t *lock, bool exclusive)
+{
+    for (;;) {
+        if (!lwlock_attempt(lock, exclusive))
+            break;
+        lock->nwaiters++;
+        sem_wait(&lock->sem);
+        lock->nwaiters--;
+    }
+}
+"""
+
+
+def test_a_wait_is_for_the_object_its_function_goes_on_to_take(tmp_path):
+    """The lock function's wait is for the lock it is handed and then takes: with no object,
+    its blame would go to the holders of every lock of the kind."""
+    gained, lost = _difference(tmp_path, {"lock.c": WAITED_OBJECT}, "waits_name_their_object")
+    assert gained == {("lwlock_acquire", "WAIT", "lwlock", "lock")}, gained
+    assert lost == {("lwlock_acquire", "WAIT", "lwlock", "")}, lost
+
+
+def test_a_wait_that_takes_nothing_is_for_the_one_object_of_the_kind_it_is_handed(tmp_path):
+    """A function that only waits (until a variable under the lock moves), handed one lock
+    of the type the lock's events name, waits for that lock; one handed two does not say
+    which."""
+    from dataclasses import replace
+
+    from gigi.scan._rules._found import Found, Site
+    from gigi.scan._rules.wait_objects import waits_name_their_object
+
+    waits = """
+void lwlock_wait_for_var(lwlock_t *lock, int *var, int old)
+{
+    while (*var == old)
+        sem_wait(&lock->sem);
+}
+
+void lwlock_wait_either(lwlock_t *one, lwlock_t *other)
+{
+    while (one->state && other->state)
+        sem_wait(&one->sem);
+}
+"""
+    (tmp_path / "lock.c").write_text(WAITED_OBJECT + waits)
+    r = scan(tmp_path, jobs=1)
+    functions = {(f.file, f.name): f for u in r.units for f in u.functions}
+    take = next(c for c in r.verified() if c.kind == "ACQUIRE")
+    sites = [Site(c, ok, why) for c, ok, why in r.candidates]
+    for name in ("lwlock_wait_for_var", "lwlock_wait_either"):
+        fn = functions[("lock.c", name)]
+        wait = replace(take, function=name, line=fn.loops[0].line, kind="WAIT", object_expr="")
+        sites.append(Site(wait, True, "verified: a loop that sleeps"))
+    found = Found(functions, tuple(r.resources), (), tuple(sites))
+    got = {
+        (s.candidate.function, s.candidate.object_expr)
+        for s in waits_name_their_object(found).sites
+        if s.candidate.kind == "WAIT"
+    }
+    assert got == {
+        ("lwlock_acquire", "lock"),
+        ("lwlock_wait_for_var", "lock"),
+        ("lwlock_wait_either", ""),
+    }, got

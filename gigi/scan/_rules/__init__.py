@@ -41,6 +41,7 @@ from gigi.scan._rules.slots import claims_free_slots
 from gigi.scan._rules.slow_paths import slow_path_callees
 from gigi.scan._rules.stacks import global_free_lists
 from gigi.scan._rules.verified import verified
+from gigi.scan._rules.wait_objects import waits_name_their_object
 from gigi.scan._rules.waits_first import waits_in_a_callee_first
 from gigi.scan._rules.wrappers import through_wrappers
 
@@ -75,6 +76,7 @@ RULES: tuple[Rule, ...] = (
     handed_through_calls,
     uses_within_holds,
     waits_on_their_slow_branch,
+    waits_name_their_object,
 )
 
 
