@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from gigi.cli import main
 from gigi.diagnosis import diagnose, explain
 from gigi.queries import connect
+from gigi.schema import TraceWriter
 from tests.queueing import MS, Request, Simulation
 
 MIN_WAIT = 0.2  # the documented default of the min_wait detector parameter
@@ -246,3 +247,49 @@ def test_the_last_of_equal_holders_does_not_stand_out_over_the_few_below_it(tmp_
     )
     for f in d.findings:
         assert f.failure_mode != "contention" or f.evidence["standouts"] == 0, f.summary
+
+
+def test_waits_for_locks_others_hold_are_no_sign_the_kind_is_too_small(tmp_path):
+    # Four locks of one kind, each taken in turn by a stream of requests that queue for it
+    # (a request every 24 ms per lock, each held 30 ms). All four are held most of the time,
+    # so the kind sits at its peak while tasks wait; but every wait is for the lock it names,
+    # which another task holds: more locks of the kind would end none of them. That is the
+    # locks' contention (a hot spot on each), not a kind too small.
+    w = TraceWriter(tmp_path / "t", "gigi-tests locks")
+    w.add(
+        "resources",
+        {"resource": "app.locks", "capacity": None, "unit": "locks", "sharing": "shared"},
+    )
+    free_at = {lock: 0 for lock in range(1, 5)}
+    for i in range(160):
+        lock, arrival, task = 1 + i % 4, i * 6 * MS, 1 + i
+        start = max(arrival, free_at[lock])
+        free_at[lock] = end = start + 30 * MS
+        w.add(
+            "tasks",
+            {
+                "task": task,
+                "name": f"request {i}",
+                "kind": "foreground",
+                "start": arrival,
+                "end": end + 1000,
+            },
+        )
+        common = {
+            "resource": "app.locks",
+            "task": task,
+            "thread": 100 + i % 8,
+            "amount": 1,
+            "object": lock,
+        }
+        if start > arrival:
+            w.add("events", {**common, "ts": arrival, "kind": 0, "dur": start - arrival})
+        w.add("events", {**common, "ts": start, "kind": 1})
+        w.add("events", {**common, "ts": end, "kind": 3})
+    w.flush()
+    d = diagnose(tmp_path / "t")
+    said = {(f.failure_mode, f.resource) for f in d.findings}
+    assert ("contention", "app.locks") in said, said
+    assert ("under_provisioning", "app.locks") not in said, said
+    why = [v.why_not for v in d.verdicts if v.detector == "under_provisioning"]
+    assert any("objects other tasks held" in w for w in why), why

@@ -4,7 +4,9 @@
 --   or used it. Either some holders stand out (a long holder among short ones: they are named
 --   first, with their share of the blame), or the resource admits one holder at a time and
 --   the blame is spread over many short holders (a hot spot: a hot row, a hot lock), whose
---   tasks are named as groups. A pool whose blame is spread evenly is under-provisioning's.
+--   tasks are named as groups; so is a resource whose blame is mostly on waits for one
+--   object another task held (each of many locks of a kind). A pool whose blame is spread
+--   evenly over waits for any of its units is under-provisioning's.
 -- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource declared to admit one holder at a time), before a resource's waits are significant (default 0.2)
 -- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
@@ -62,6 +64,15 @@ WITH blame AS (
            arg_max(object, ns) AS top_object
     FROM (SELECT resource, object, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL)
     GROUP BY resource
+), for_objects AS (
+    -- blame on waits for an object somebody held: each is passed to that object's holders,
+    -- and more units of the resource would not have ended it
+    SELECT b.resource, sum(b.blame_ns) AS ns
+    FROM metrics_blame AS b
+    JOIN (SELECT DISTINCT resource, object FROM holds WHERE object <> 0) AS o
+        USING (resource, object)
+    WHERE b.depth = 0
+    GROUP BY b.resource
 ), victims AS (
     -- tasks slowed, most first; a culprit is not its own victim (min_by with a count keeps
     -- the first 100 by its key, a heap a resource, where a sorted list would hold them all)
@@ -80,6 +91,7 @@ WITH blame AS (
            coalesce(m.sharing = 'exclusive' OR m.capacity = 1
                     OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1), false)
                AS one_at_a_time,
+           coalesce(fo.ns, 0) / greatest(m.blamed_ns, 1) AS for_objects_share,
            v.victim_tasks, coalesce(ob.objects, 0) AS objects,
            coalesce(ob.top_object_share, 0) AS top_object_share, ob.top_object,
            m.blamed_ns / m.trace_ns AS blamed_per_trace,
@@ -98,6 +110,7 @@ WITH blame AS (
     LEFT JOIN top AS t USING (resource)
     LEFT JOIN victims AS v USING (resource)
     LEFT JOIN objects AS ob USING (resource)
+    LEFT JOIN for_objects AS fo USING (resource)
     -- the first standout's name and how long it held the resource
     LEFT JOIN flagged AS ff ON ff.resource = m.resource AND ff.place = t.first_place
     LEFT JOIN tasks AS n ON n.task = ff.culprit
@@ -122,6 +135,7 @@ SELECT
         'standouts': standouts,
         'standout_share': round(standout_share, 3),
         'one_at_a_time': one_at_a_time, 'objects_waited_for': objects,
+        'blame_share_on_held_objects': round(for_objects_share, 3),
         'top_object_share': round(top_object_share, 3),
         'peak_outstanding': peak, 'capacity': capacity
     })::VARCHAR AS evidence,
@@ -144,8 +158,11 @@ SELECT
         || CASE WHEN first_held_resource <> resource
                 THEN printf(' (%s, which its waiters held)', resource) ELSE '' END
     ELSE
-        printf('%d tasks waited %.1f s for %s, a hot spot that admits one holder at a time%s: the blame is spread over %d holders, none carrying more than %.0f%%',
+        printf('%d tasks waited %.1f s for %s, a hot spot %s%s: the blame is spread over %d holders, none carrying more than %.0f%%',
                victims, blamed_ns / 1e9, resource,
+               CASE WHEN one_at_a_time THEN 'that admits one holder at a time'
+                    ELSE printf('(%.0f%% of the blame is on waits for an object another task held)',
+                                100 * for_objects_share) END,
                CASE WHEN top_object = 0 THEN ''
                     WHEN top_object_share >= 0.5
                     THEN printf(' (object %d carries %.0f%% of the blame)', top_object,
@@ -161,9 +178,10 @@ SELECT
                  ELSE printf('wait blamed on other holders is %.3f of the trace''s length and %.0f%% of all its wait, which weighs %.3f; significant from %.3f (min_wait)',
                              blamed_per_trace, 100 * attributed, weighed, getvariable('min_wait'))
             END
-        WHEN standouts = 0 AND NOT one_at_a_time THEN
-            printf('no holder stands out (the most blamed carries %.0f%%; a standout needs %.0f%% and %gx the mean of those below it) and %s admits more than one holder: spread blame on a pool is under-provisioning''s',
+        WHEN standouts = 0 AND NOT one_at_a_time AND for_objects_share <= 0.5 THEN
+            printf('no holder stands out (the most blamed carries %.0f%%; a standout needs %.0f%% and %gx the mean of those below it), %s admits more than one holder, and %.0f%% of its blame is on waits for any of its units: spread blame on a pool is under-provisioning''s',
                    100 * coalesce(top_share, 0), 100 * getvariable('contention_standout_share'),
-                   getvariable('contention_standout_ratio'), resource)
+                   getvariable('contention_standout_ratio'), resource,
+                   100 * (1 - for_objects_share))
     END AS why_not
 FROM judged;

@@ -1,8 +1,9 @@
 -- detector: under_provisioning
 -- failure_mode: under_provisioning
 -- meaning: tasks waited for the resource while it was full, and once the holders that stand
---   out (contention's culprits) are set aside, the wait left is still significant and spread
---   over many holders: the resource is too small for the load. A resource can be both
+--   out (contention's culprits) and the waits for one object another task held are set
+--   aside, the wait left is still significant and spread over many holders: the resource is
+--   too small for the load. A resource can be both
 --   contended and too small; the diagnosis then lists both, contention first.
 -- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource declared to admit one holder at a time), before a resource's waits are significant (default 0.2)
 -- param underprov_full_share: share of the trace the resource must spend near capacity (default 0.3)
@@ -15,13 +16,29 @@
 -- has no level at all: for those, how full it was cannot be measured, and the spread wait
 -- alone is the evidence, weighed as a level never near capacity is (no contention standout
 -- takes it, and tasks waited for room that was not there). A resource that admits one
--- holder at a time cannot be made larger (its spread blame is a hot spot).
+-- holder at a time cannot be made larger (its spread blame is a hot spot). Nor can one whose
+-- waits name the object they wait for while another task holds it (one of many locks of a
+-- kind, a page being read in): more units would not have ended them, so their blame is
+-- contention's, and only the waits for any unit of the resource are weighed here.
 WITH bound AS (
     SELECT resource, coalesce(capacity, peak) AS capacity, capacity IS NULL AS inferred
     FROM metrics_resources
     WHERE waits > 0
+), held_objects AS (
+    SELECT DISTINCT resource, object FROM holds WHERE object <> 0
+), for_objects AS (
+    -- blame on waits for an object somebody held: each is passed to that object's holders
+    SELECT b.resource, sum(b.blame_ns) AS ns
+    FROM metrics_blame AS b JOIN held_objects AS o USING (resource, object)
+    WHERE b.depth = 0
+    GROUP BY b.resource
 ), blame AS (
-    SELECT resource, culprit, sum(blame_ns) AS ns FROM metrics_blame GROUP BY ALL
+    SELECT b.resource, b.culprit, sum(b.blame_ns) AS ns
+    FROM metrics_blame AS b
+    LEFT JOIN held_objects AS o ON o.resource = b.resource AND o.object = b.object
+        AND b.depth = 0
+    WHERE o.object IS NULL
+    GROUP BY ALL
 ), ranked AS (
     SELECT b.resource, b.ns, b.ns / s.total AS share, s.culprits,
            (s.total - sum(b.ns) OVER (PARTITION BY b.resource ORDER BY b.ns DESC, b.culprit))
@@ -184,8 +201,10 @@ WITH bound AS (
     SELECT m.*, b.capacity AS bound, b.inferred, coalesce(f.share, 0) AS near_full,
            w.victim_tasks, coalesce(w.n, 0) AS waiting,
            -- weighed as contention weighs blame: by the share of all the wait it is
-           s.ns AS standout_ns,
-           (m.blamed_ns - coalesce(s.ns, 0)) / m.trace_ns * m.blamed_ns / greatest(m.wait_ns, 1)
+           s.ns AS standout_ns, coalesce(fo.ns, 0) AS object_ns,
+           m.blamed_ns - coalesce(fo.ns, 0) AS any_unit_ns,
+           (m.blamed_ns - coalesce(fo.ns, 0) - coalesce(s.ns, 0)) / m.trace_ns
+               * (m.blamed_ns - coalesce(fo.ns, 0)) / greatest(m.wait_ns, 1)
                AS rest_per_trace,
            coalesce(m.sharing = 'exclusive' OR m.capacity = 1
                     OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1), false)
@@ -204,6 +223,7 @@ WITH bound AS (
     LEFT JOIN full_share AS f USING (resource)
     LEFT JOIN waiters AS w USING (resource)
     LEFT JOIN standouts AS s USING (resource)
+    LEFT JOIN for_objects AS fo USING (resource)
 )
 SELECT
     resource,
@@ -216,7 +236,8 @@ SELECT
     []::BIGINT[] AS culprit_tasks,
     coalesce(victim_tasks, []::BIGINT[]) AS victim_tasks,
     to_json({
-        'wait_ns': wait_ns, 'blamed_wait_ns': blamed_ns, 'waiting_tasks': waiting,
+        'wait_ns': wait_ns, 'blamed_wait_ns': blamed_ns,
+        'blamed_wait_for_held_objects_ns': object_ns, 'waiting_tasks': waiting,
         'capacity': bound, 'capacity_inferred': inferred, 'peak_outstanding': peak,
         'share_of_time_near_capacity': round(near_full, 3),
         'wait_not_on_standouts_per_trace_time': round(rest_per_trace, 3),
@@ -226,10 +247,10 @@ SELECT
         printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, and %.1f s of it is spread over holders none of whom stands out: it is too small for the load',
                waiting, wait_ns / 1e9, resource, bound,
                CASE WHEN inferred THEN ' (the most it held; none was declared)' ELSE '' END,
-               100 * near_full, (blamed_ns - coalesce(standout_ns, 0)) / 1e9)
+               100 * near_full, (any_unit_ns - coalesce(standout_ns, 0)) / 1e9)
     ELSE
         printf('%d tasks waited %.1f s for %s, and %.1f s of it is spread over holders none of whom stands out: it looks too small for the load, though how full it was cannot be measured (%s)',
-               waiting, wait_ns / 1e9, resource, (blamed_ns - coalesce(standout_ns, 0)) / 1e9,
+               waiting, wait_ns / 1e9, resource, (any_unit_ns - coalesce(standout_ns, 0)) / 1e9,
                level_unknown)
     END AS summary,
     CASE
@@ -238,6 +259,9 @@ SELECT
                    resource)
         WHEN bound <= 0 AND level_unknown IS NULL THEN
             'nothing was ever held, so it was never full'
+        WHEN rest_per_trace < getvariable('min_wait') AND object_ns > any_unit_ns THEN
+            printf('%.1f s of the blamed wait was for objects other tasks held (each waiter wanted one of them): more units would not have ended it (contention''s); the wait for any unit weighs %.3f of the trace''s length, significant from %.3f (min_wait)',
+                   object_ns / 1e9, greatest(rest_per_trace, 0), getvariable('min_wait'))
         WHEN rest_per_trace < getvariable('min_wait') THEN
             printf('wait blamed on holders other than the standouts weighs %.3f of the trace''s length; significant from %.3f (min_wait)',
                    greatest(rest_per_trace, 0), getvariable('min_wait'))
