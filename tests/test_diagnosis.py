@@ -629,3 +629,71 @@ def test_hold_time_kernel_matches_its_sql_twin(tmp_path_factory, holds):
         (names[i], int(counts[i]), *map(int, quant[i]), hist[i].tolist()) for i in range(len(names))
     ]
     assert got == [tuple(row[:6]) + (list(row[6]),) for row in twin]
+
+
+def test_victims_sites_are_where_they_waited_longest_first(tmp_path):
+    """Seventeen victims gave up after a microsecond at one site, three waited half a second
+    at another: the second is where the time went, and comes first."""
+    from gigi.schema import TraceWriter
+
+    ms = 1_000_000
+    w = TraceWriter(tmp_path / "t", "gigi-tests sites")
+    w.add(
+        "resources",
+        {"resource": "app.lock", "capacity": 1, "unit": "locks", "sharing": "exclusive"},
+    )
+    for site, function in ((1, "lock_try"), (2, "lock_wait"), (3, "lock_take")):
+        w.add(
+            "sites",
+            {
+                "site": site,
+                "file": "app.c",
+                "line": 10 * site,
+                "function": function,
+                "kind": 1 if site == 3 else 0,
+                "resource": "app.lock",
+            },
+        )
+    one = {"resource": "app.lock", "amount": 1, "thread": 1}
+    w.add("tasks", {"task": 1, "name": "hog", "kind": "foreground", "start": 0, "end": 900 * ms})
+    w.add("events", {**one, "task": 1, "ts": 0, "kind": 1, "site": 3})
+    w.add("events", {**one, "task": 1, "ts": 500 * ms, "kind": 3})
+    for k in range(3):
+        task = 2 + k
+        w.add(
+            "tasks",
+            {
+                "task": task,
+                "name": f"slow {k}",
+                "kind": "foreground",
+                "start": 10 * ms,
+                "end": 900 * ms,
+            },
+        )
+        w.add(
+            "events",
+            {**one, "task": task, "ts": 10 * ms, "kind": 0, "dur": 490 * ms + k, "site": 2},
+        )
+        w.add("events", {**one, "task": task, "ts": 500 * ms + k * ms, "kind": 1, "site": 3})
+        w.add("events", {**one, "task": task, "ts": 500 * ms + k * ms + ms // 2, "kind": 3})
+    for k in range(40):
+        task = 10 + k
+        w.add(
+            "tasks",
+            {
+                "task": task,
+                "name": f"quick {k}",
+                "kind": "foreground",
+                "start": 100 * ms,
+                "end": 900 * ms,
+            },
+        )
+        w.add(
+            "events",
+            {**one, "task": task, "ts": 100 * ms + k * ms, "kind": 0, "dur": 1000, "site": 1},
+        )
+    w.flush()
+    d = diagnose(tmp_path / "t")
+    f = next(f for f in d.findings if f.resource == "app.lock")
+    waits = [s["function"] for s in f.sites if s["role"] == "victim"]
+    assert waits == ["lock_wait", "lock_try"], f.sites

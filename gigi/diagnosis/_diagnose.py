@@ -492,22 +492,23 @@ def _load_sites(path: Path) -> pa.Table:
 
 
 def _sites(engine, f: Finding, sites_view: str) -> list[dict]:
-    """The culprits' and victims' sites on the finding's resource, most events first; then
-    on the resource its name extends (a log's own structure: the reader that pinned
-    Wal.frames did so through its hold of Wal)."""
+    """The culprits' and victims' sites on the finding's resource, most events first (the
+    victims': where they waited longest first, as a site of many short waits is not where
+    the time went); then on the resource its name extends (a log's own structure: the reader
+    that pinned Wal.frames did so through its hold of Wal)."""
     resources = [f.resource]
     if "." in f.resource:
         resources.append(f.resource.rsplit(".", 1)[0])
     rows = []
-    for role, tasks, kinds in (
-        ("culprit", f.culprit_tasks[:5], (1, 2, 3)),
-        ("victim", f.victim_tasks[:20], (0,)),
+    for role, tasks, kinds, weight in (
+        ("culprit", f.culprit_tasks[:5], (1, 2, 3), "count(*)"),
+        ("victim", f.victim_tasks[:20], (0,), "sum(coalesce(e.dur, 0))"),
     ):
         if not tasks:
             continue
         found = engine.rows(
             f"""
-            SELECT s.file, s.line, s.function, e.kind, count(*) AS n
+            SELECT s.file, s.line, s.function, e.kind, {weight} AS n
             FROM events e JOIN {sites_view} s ON s.site = e.site
             WHERE e.resource IN ({", ".join(_quote(r) for r in resources)})
               AND e.task IN ({_sql_list(tasks)})
