@@ -655,21 +655,20 @@ def test_victims_sites_are_where_they_waited_longest_first(tmp_path):
             },
         )
     one = {"resource": "app.lock", "amount": 1, "thread": 1}
-    w.add("tasks", {"task": 1, "name": "hog", "kind": "foreground", "start": 0, "end": 900 * ms})
-    w.add("events", {**one, "task": 1, "ts": 0, "kind": 1, "site": 3})
-    w.add("events", {**one, "task": 1, "ts": 500 * ms, "kind": 3})
-    for k in range(3):
-        task = 2 + k
+
+    def begun(n: int, name: str, start: int) -> int:
         w.add(
             "tasks",
-            {
-                "task": task,
-                "name": f"slow {k}",
-                "kind": "foreground",
-                "start": 10 * ms,
-                "end": 900 * ms,
-            },
+            {"task": n, "name": name, "kind": "foreground", "start": start, "end": 900 * ms},
         )
+        return n
+
+    hog = begun(1, "hog", 0)
+    w.add("events", {**one, "task": hog, "ts": 0, "kind": 1, "site": 3})
+    w.add("events", {**one, "task": hog, "ts": 500 * ms, "kind": 3})
+
+    for k in range(3):
+        task = begun(2 + k, f"slow {k}", 10 * ms)
         w.add(
             "events",
             {**one, "task": task, "ts": 10 * ms, "kind": 0, "dur": 490 * ms + k, "site": 2},
@@ -677,17 +676,7 @@ def test_victims_sites_are_where_they_waited_longest_first(tmp_path):
         w.add("events", {**one, "task": task, "ts": 500 * ms + k * ms, "kind": 1, "site": 3})
         w.add("events", {**one, "task": task, "ts": 500 * ms + k * ms + ms // 2, "kind": 3})
     for k in range(40):
-        task = 10 + k
-        w.add(
-            "tasks",
-            {
-                "task": task,
-                "name": f"quick {k}",
-                "kind": "foreground",
-                "start": 100 * ms,
-                "end": 900 * ms,
-            },
-        )
+        task = begun(10 + k, f"quick {k}", 100 * ms)
         w.add(
             "events",
             {**one, "task": task, "ts": 100 * ms + k * ms, "kind": 0, "dur": 1000, "site": 1},
