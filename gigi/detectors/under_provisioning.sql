@@ -24,21 +24,17 @@ WITH bound AS (
     SELECT resource, coalesce(capacity, peak) AS capacity, capacity IS NULL AS inferred
     FROM metrics_resources
     WHERE waits > 0
-), held_objects AS (
-    SELECT DISTINCT resource, object FROM holds WHERE object <> 0
-), for_objects AS (
-    -- blame on waits for an object somebody held: each is passed to that object's holders
-    SELECT b.resource, sum(b.blame_ns) AS ns
-    FROM metrics_blame AS b JOIN held_objects AS o USING (resource, object)
-    WHERE b.depth = 0
-    GROUP BY b.resource
-), blame AS (
-    SELECT b.resource, b.culprit, sum(b.blame_ns) AS ns
+), marked AS (
+    -- each row of blame, and whether its wait was for an object somebody held (passed to
+    -- that object's holders) rather than for any unit of the resource
+    SELECT b.resource, b.culprit, b.blame_ns, o.object IS NOT NULL AS for_object
     FROM metrics_blame AS b
-    LEFT JOIN held_objects AS o ON o.resource = b.resource AND o.object = b.object
-        AND b.depth = 0
-    WHERE o.object IS NULL
-    GROUP BY ALL
+    LEFT JOIN (SELECT DISTINCT resource, object FROM holds WHERE object <> 0) AS o
+        ON o.resource = b.resource AND o.object = b.object AND b.depth = 0
+), for_objects AS (
+    SELECT resource, sum(blame_ns) AS ns FROM marked WHERE for_object GROUP BY resource
+), blame AS (
+    SELECT resource, culprit, sum(blame_ns) AS ns FROM marked WHERE NOT for_object GROUP BY ALL
 ), ranked AS (
     SELECT b.resource, b.ns, b.ns / s.total AS share, s.culprits,
            (s.total - sum(b.ns) OVER (PARTITION BY b.resource ORDER BY b.ns DESC, b.culprit))
