@@ -642,6 +642,55 @@ def test_a_lock_words_other_bits_taken_and_given_back(tmp_path):
     assert lost == set()
 
 
+def test_a_lock_words_bits_moved_by_gccs_legacy_atomic_builtins(tmp_path):
+    """The same lock word moved by GCC's __sync builtins instead of C11's or a codebase's
+    wrappers: the spin's fetch-and-or takes a bit, a fetch-and-and of its complement gives
+    it back, a sub-and-fetch takes a holder's share off, an or-and-fetch of another flag
+    moves nothing."""
+    code = """
+#include <stdint.h>
+#define FLAG_LOCKED (1u << 28)
+#define FLAG_HAS_WAITERS (1u << 30)
+#define VAL_EXCLUSIVE (1u << 24)
+extern void spin_delay(void);
+typedef struct lwlock { uint32_t state; int tranche; } lwlock_t;
+
+int lw_attempt(lwlock_t *lock)
+{
+    uint32_t old = lock->state;
+    if (old & VAL_EXCLUSIVE)
+        return 1;
+    return !__sync_bool_compare_and_swap(&lock->state, old, old | VAL_EXCLUSIVE);
+}
+
+void wait_list_lock(lwlock_t *lock)
+{
+    uint32_t old;
+    while (1) {
+        old = __sync_fetch_and_or(&lock->state, FLAG_LOCKED);
+        if (!(old & FLAG_LOCKED))
+            break;
+        spin_delay();
+    }
+}
+
+void wait_list_unlock(lwlock_t *lock) { __sync_fetch_and_and(&lock->state, ~FLAG_LOCKED); }
+
+void lw_release(lwlock_t *lock) { __sync_sub_and_fetch(&lock->state, VAL_EXCLUSIVE); }
+
+void has_waiters(lwlock_t *lock) { __sync_or_and_fetch(&lock->state, FLAG_HAS_WAITERS); }
+"""
+    gained, lost = _difference(tmp_path, {"lw.c": code}, "locks_by_compare_and_swap")
+    moved = {(f, k) for f, k, r, o in gained if r == "lwlock" and o == "lock"}
+    assert moved == {
+        ("lw_attempt", "ACQUIRE"),
+        ("wait_list_lock", "ACQUIRE"),
+        ("wait_list_lock", "WAIT"),
+        ("wait_list_unlock", "RELEASE"),
+        ("lw_release", "RELEASE"),
+    }, gained
+
+
 GLOBAL_FREE_LIST = """
 #include <stdlib.h>
 typedef struct chunk { struct chunk *next; char *mem; } chunk;

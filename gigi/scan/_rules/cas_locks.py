@@ -94,10 +94,25 @@ def locks_by_compare_and_swap(found: Found) -> Found:
 
 
 # atomic operations on a lock word that give it back: bits cleared, a count of holders
-# lowered, the word stored back; and a test-and-set of a bit, which takes it when retried
-GIVES = re.compile(r"atomic\w*(sub|dec|and|clear|unlock|release)", re.I)
+# lowered, the word stored back; and a test-and-set of a bit, which takes it when retried.
+# Atomics by their C11 and GCC names and a codebase's own wrappers of them (atomic_fetch_sub,
+# __atomic_and_fetch, pg_atomic_fetch_sub_u32), Windows' (InterlockedDecrement), and GCC's
+# legacy builtins read as the same operations (``_named``: __sync_fetch_and_sub).
+GIVES = re.compile(r"(atomic|interlocked)\w*(sub|dec|and|clear|unlock|release)", re.I)
 STORES = re.compile(r"atomic\w*(store|write|set)(_|$)", re.I)
 SETS_BIT = re.compile(r"atomic\w*fetch_or|atomic\w*or_fetch|test_and_set_bit", re.I)
+LOWERS = re.compile(r"(atomic|interlocked)\w*(sub|dec)", re.I)
+
+
+def _named(callee: str) -> str:
+    """CALLEE with GCC's legacy atomic builtins named as their __atomic twins:
+    ``__sync_fetch_and_sub`` as ``__atomic_fetch_sub``, ``__sync_or_and_fetch`` as
+    ``__atomic_or_fetch``, ``__sync_lock_release`` as ``__atomic_release`` (a store of 0);
+    the sized variants a compiler resolves them to (``__sync_sub_and_fetch_4``) the same."""
+    name = re.sub(r"^(__sync_\w+?)_(1|2|4|8|16)$", r"\1", callee)
+    name = re.sub(r"^__sync_fetch_and_(\w+)$", r"__atomic_fetch_\1", name)
+    name = re.sub(r"^__sync_(\w+?)_and_fetch$", r"__atomic_\1_fetch", name)
+    return re.sub(r"^__sync_lock_release$", "__atomic_release", name)
 
 
 def _bit_moves(found: Found, words: set[str], kept: set, folded: dict) -> list[Site]:
@@ -122,7 +137,7 @@ def _bit_moves(found: Found, words: set[str], kept: set, folded: dict) -> list[S
     taken: dict[str, set[str]] = {}  # word -> the bits a spin sets
     events = []
     for fn, call, word, holder in moves:
-        if not SETS_BIT.search(call.callee) or len(call.args) < 2:
+        if not SETS_BIT.search(_named(call.callee)) or len(call.args) < 2:
             continue
         got = {a.target for a in fn.assigns if a.line == call.line and a.target in fn.locals}
         loop = next((lp for lp in fn.loops if lp.line <= call.line <= lp.end_line), None)
@@ -139,9 +154,10 @@ def _bit_moves(found: Found, words: set[str], kept: set, folded: dict) -> list[S
         cleared = {
             b for b in taken.get(word, ()) if re.search(rf"~\s*\(?\s*{re.escape(b)}\b", value)
         }
-        if re.search(r"atomic\w*(sub|dec)", call.callee, re.I):
+        op = _named(call.callee)
+        if LOWERS.search(op):
             why = f"takes a holder's share off {word}: the lock given back"
-        elif cleared and (GIVES.search(call.callee) or STORES.search(call.callee)):
+        elif cleared and (GIVES.search(op) or STORES.search(op)):
             why = f"clears {next(iter(cleared))} of {word}: the lock given back"
         else:
             continue
