@@ -402,19 +402,22 @@ def test_releases_of_one_unit_against_acquires_of_bytes_are_not_growth(tmp_path)
         assert (("unbounded_growth", "wal") in found) is growth, (given_back, found)
 
 
-def _waited_for_room(wait_ns: int) -> dict:
-    """Eight writers each take 2,000 bytes of a log per append, each append after a WAIT of
-    ``wait_ns`` for room; a writer task writes it out after every 64 appends, probed without
-    its amount (a RELEASE of 1): the log's level cannot be measured."""
+def _waited_for_room(wait_ns: int, every: int = 1) -> dict:
+    """Eight writers each take 2,000 bytes of a log per append, each ``every``-th append
+    after a WAIT of ``wait_ns`` for room; a writer task writes it out after every 64 appends,
+    probed without its amount (a RELEASE of 1): the log's level cannot be measured."""
     n = 20_000
     ts = np.arange(n, dtype=np.int64) * 100_000  # 2 s
     writer = np.arange(n) % 8 + 1
     flush = np.arange(63, n, 64)
-    at = np.concatenate([ts, ts[flush] + 50_000, ts - wait_ns])
-    kind = np.concatenate([np.full(n, 1), np.full(len(flush), 3), np.full(n, 0)])
-    amount = np.concatenate([np.full(n, 2_000), np.full(len(flush), 1), np.zeros(n, np.int64)])
-    task = np.concatenate([writer, np.full(len(flush), 100), writer])
-    dur = np.concatenate([np.zeros(n + len(flush), np.int64), np.full(n, wait_ns)])
+    waited = np.arange(0, n, every)
+    at = np.concatenate([ts, ts[flush] + 50_000, ts[waited] - wait_ns])
+    kind = np.concatenate([np.full(n, 1), np.full(len(flush), 3), np.full(len(waited), 0)])
+    amount = np.concatenate(
+        [np.full(n, 2_000), np.full(len(flush), 1), np.zeros(len(waited), np.int64)]
+    )
+    task = np.concatenate([writer, np.full(len(flush), 100), writer[waited]])
+    dur = np.concatenate([np.zeros(n + len(flush), np.int64), np.full(len(waited), wait_ns)])
     order = np.argsort(at, kind="stable")
     return events(
         ts=at[order],
@@ -447,6 +450,23 @@ def test_spread_waits_on_a_resource_whose_level_cannot_be_measured_are_a_finding
     assert d.findings == []
     (why,) = [v.why_not for v in d.verdicts if v.failure_mode == "under_provisioning"]
     assert "significant from 0.200 (min_wait)" in why, why
+
+
+def test_a_few_long_waits_on_a_resource_whose_level_cannot_be_measured_are_no_shortage(
+    tmp_path,
+):
+    """The same log and the same wait in all (four times the trace's length), but in twenty
+    waits of 400 ms among 20,000 appends that got in at once: a log too small turns requests
+    away again and again, and a few long waits are stalls of its write-out, so
+    under-provisioning says why it does not find the log too small, with the share."""
+    trace = tmp_path / "stalls"
+    trace.mkdir()
+    write_stream(trace / "events.arrows", _waited_for_room(400_000_000, every=1_000))
+    d = diagnose(trace)
+    assert "under_provisioning" not in [f.failure_mode for f in d.findings], d.findings
+    (why,) = [v.why_not for v in d.verdicts if v.failure_mode == "under_provisioning"]
+    assert "20 of its 20000 ACQUIREs waited (0.10%)" in why, why
+    assert "from 1% (underprov_waited_share)" in why, why
 
 
 def test_json_follows_the_contract(demo_store, tmp_path, capsys):

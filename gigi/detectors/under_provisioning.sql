@@ -7,6 +7,7 @@
 --   contended and too small; the diagnosis then lists both, contention first.
 -- param min_wait: wait blamed on other tasks, as a share of the trace's length and weighed by the share of all the resource's wait it is (all of the wait on a resource declared to admit one holder at a time), before a resource's waits are significant (default 0.2)
 -- param underprov_full_share: share of the trace the resource must spend near capacity (default 0.3)
+-- param underprov_waited_share: share of its ACQUIREs that waited, when how full the resource was cannot be measured, before its waits say it was full rather than stalled (default 0.01)
 -- param contention_standout_share: share of the blame a holder must carry by itself to stand out (default 0.1)
 -- param contention_standout_ratio: how many times the mean blame of the holders below it a standout carries (default 5)
 -- A resource declared without a capacity (a scan cannot know a pool's size) is taken to hold
@@ -15,7 +16,11 @@
 -- resource whose ACQUIREs and RELEASEs count different things (bytes taken, writes done)
 -- has no level at all: for those, how full it was cannot be measured, and the spread wait
 -- alone is the evidence, weighed as a level never near capacity is (no contention standout
--- takes it, and tasks waited for room that was not there). A resource that admits one
+-- takes it, and tasks waited for room that was not there), provided many of its requests
+-- had to wait (underprov_waited_share of its ACQUIREs): a resource too small for its load
+-- turns requests away again and again, while a few long waits among millions of requests
+-- that got in at once are stalls of whatever let them go (a write-out held up by I/O), which
+-- more units would not have ended. A resource that admits one
 -- holder at a time cannot be made larger (its spread blame is a hot spot). Nor can one whose
 -- waits name the object they wait for while another task holds it (one of many locks of a
 -- kind, a page being read in): more units would not have ended them, so their blame is
@@ -202,6 +207,7 @@ WITH bound AS (
            (m.blamed_ns - coalesce(fo.ns, 0) - coalesce(s.ns, 0)) / m.trace_ns
                * (m.blamed_ns - coalesce(fo.ns, 0)) / greatest(m.wait_ns, 1)
                AS rest_per_trace,
+           m.waits / greatest(m.acquires, 1) AS waited_share,
            coalesce(m.sharing = 'exclusive' OR m.capacity = 1
                     OR (m.capacity IS NULL AND m.sharing IS NULL AND m.peak <= 1), false)
                AS one_at_a_time,
@@ -237,7 +243,8 @@ SELECT
         'capacity': bound, 'capacity_inferred': inferred, 'peak_outstanding': peak,
         'share_of_time_near_capacity': round(near_full, 3),
         'wait_not_on_standouts_per_trace_time': round(rest_per_trace, 3),
-        'used_per_acquired_unit': round(utilization, 3), 'level_unknown': level_unknown
+        'used_per_acquired_unit': round(utilization, 3), 'level_unknown': level_unknown,
+        'waits_per_acquire': round(waited_share, 5)
     })::VARCHAR AS evidence,
     CASE WHEN level_unknown IS NULL THEN
         printf('%d tasks waited %.1f s for %s while it was near its capacity of %d%s for %.0f%% of the trace, and %.1f s of it is spread over holders none of whom stands out: it is too small for the load',
@@ -261,6 +268,10 @@ SELECT
         WHEN rest_per_trace < getvariable('min_wait') THEN
             printf('wait blamed on holders other than the standouts weighs %.3f of the trace''s length; significant from %.3f (min_wait)',
                    greatest(rest_per_trace, 0), getvariable('min_wait'))
+        WHEN level_unknown IS NOT NULL AND waited_share < getvariable('underprov_waited_share') THEN
+            printf('%d of its %d ACQUIREs waited (%.2f%%), and how full it was cannot be measured (%s): a resource too small for its load makes many requests wait, from %.0f%% (underprov_waited_share); %.1f s in so few waits is stalls of its holders, not a lack of room',
+                   waits, acquires, 100 * waited_share, level_unknown,
+                   100 * getvariable('underprov_waited_share'), wait_ns / 1e9)
         WHEN near_full < getvariable('underprov_full_share') AND level_unknown IS NULL THEN
             printf('near its capacity of %d for %.0f%% of the trace; too small needs %.0f%% (underprov_full_share)',
                    bound, 100 * near_full, 100 * getvariable('underprov_full_share'))
