@@ -3965,3 +3965,33 @@ def test_validation_removes_an_acquire_whose_only_releases_go(tmp_path):
     v = validate(tmp_path, sites)
     kept = {r["site"]: r["keep"] for r in v.rows}
     assert kept == {1: False, 2: False, 3: True, 4: True}, v.rows
+
+
+PIN_FLAG = """
+#include <stdbool.h>
+typedef struct buf { int refcount; int usage; int id; } buf_t;
+typedef struct pool { buf_t *bufs; int nfree; int nbufs; } pool_t;
+
+/* pins B; returns whether it was in use lately: a truth value, not what it took */
+bool pin_buffer(buf_t *b)
+{
+    bool result;
+    b->refcount++;
+    result = b->usage > 0;
+    return result;
+}
+
+void unpin_buffer(buf_t *b)
+{
+    b->refcount--;
+}
+"""
+
+
+def test_a_function_returning_a_truth_value_hands_out_no_object(tmp_path):
+    """The pin's object is the buffer it is handed, not the flag it returns: a bool names
+    no object, and a pin recorded on the flag would never meet its unpin."""
+    (tmp_path / "pin.c").write_text(PIN_FLAG)
+    r = scan(tmp_path, jobs=1)
+    got = {(c.function, c.kind, c.object_expr) for c in r.verified()}
+    assert {("pin_buffer", "ACQUIRE", "b"), ("unpin_buffer", "RELEASE", "b")} <= got, got

@@ -69,12 +69,23 @@ def status_type(declared: str) -> bool:
     return bool(STATUS_TYPE.search(spelt)) and "*" not in spelt
 
 
+# a truth value's type, as spelt or as the compiler sees it: bool, _Bool, gboolean, BOOL
+FLAG_TYPE = re.compile(r"^(_Bool|(\w*_)?bool(ean)?(_t)?)$", re.I)
+
+
 def is_status(fn: Function, local: str) -> bool:
     """Whether a local is a status code: named as one, or of a status type, and not a
     pointer (``void *ret`` is what an allocator hands out)."""
     declared = fn.locals.get(local, "")
     named = STATUS.match(local) or status_type(declared)
     return bool(named) and "*" not in declared
+
+
+def no_object(fn: Function, local: str) -> bool:
+    """Whether a local can name no object of a resource: a status code, or a truth value (a
+    function that returns whether it got the lock, ``bool result``, hands out no object)."""
+    declared = fn.locals.get(local, "")
+    return is_status(fn, local) or any(FLAG_TYPE.match(t.strip()) for t in declared.split("|"))
 
 
 def _made_from(fn: Function, name: str) -> set[str]:
@@ -1021,7 +1032,7 @@ def phase2(fn: Function, resource: str, guess: ResourceGuess) -> list[Candidate]
             + [srcs[0] for srcs in returned if len(srcs) == 1 and srcs[0] in fn.locals]
             + [srcs[0] for srcs in returned if srcs[0] in fn.locals]
         )
-        obj = next((x for x in candidates if not is_status(fn, x) and x not in holders_of), "")
+        obj = next((x for x in candidates if not no_object(fn, x) and x not in holders_of), "")
         obj = obj or (referenced[0].target_base if referenced else "") or next(iter(named), "")
         obj = obj or (lock_index(fn) if locking else "")
         cand("ACQUIRE", line, "takes units and hands out what it took", obj, amount or "1")

@@ -41,10 +41,10 @@ from gigi.scan._offline import (
     falsy,
     gives_units,
     heads_by_address,
-    is_status,
     lock_calls,
     made_from_params,
     names_a_lock_call,
+    no_object,
     queue_moves,
     record_pattern,
     references_taken,
@@ -224,7 +224,7 @@ def _acquire(
     if not locks:
         # a status code (rc = write(log->fd, ...)) hands nothing out; a lock taken is held
         # by the caller whatever the function returns
-        derived = {d for d in derived if not is_status(fn, d)}
+        derived = {d for d in derived if not no_object(fn, d)}
     # a lock the function takes, records in the resource (a flag set) and does not give back
     # on every path stays with the caller
     unlocks = lock_calls(fn, unlock=True)

@@ -28,8 +28,8 @@ from gigi.scan._offline import (
     Candidate,
     _words,
     copies,
-    is_status,
     lifecycle,
+    no_object,
     records_of,
     reports_on,
     same_path,
@@ -247,7 +247,7 @@ def _kept(fn, call, mine: set[str]) -> str:
     if not into:
         return ""
     obj = root(into[0].target)
-    if obj in fn.locals and is_status(fn, obj):
+    if obj in fn.locals and no_object(fn, obj):
         return ""
     returned = returns_result_of(fn, call.callee)
     typed = {n: t for t, n in fn.params}
