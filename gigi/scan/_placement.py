@@ -339,8 +339,9 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     if pointer and obj == "0":
         obj = f"(int64_t)(uintptr_t)({pointer})"
     call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
-    found = f" && {status} == 0" if status else f" && {pointer} != 0" if pointer else ""
-    probe = f"if ({check}{found}) {call};"
+    # the check last: it claims the call path's event, which must then be recorded
+    found = f"{status} == 0 && " if status else f"{pointer} != 0 && " if pointer else ""
+    probe = f"if ({found}{check}) {call};"
     if stmt.in_block:
         at = stmt.end if after else stmt.start
         if stmt.cursor.kind == ci.CursorKind.DECL_STMT and stmt.start < stmt.lead:

@@ -75,6 +75,48 @@ static void planted(void) {
     gigi_task_end(t);
 }
 
+/* Nested scopes, as gigi-query instrument writes them: one event per call path, the first. */
+static void take_inner(long obj) { /* a callee whose function opens no scope */
+    if (gigi_scope_free(pool, GIGI_ACQUIRE)) gigi_acquire(pool, obj, 1, 31);
+}
+static void take_then_record(long obj) { /* the wrapper's site after the call */
+    int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_ACQUIRE);
+    take_inner(obj);
+    if (gigi_scope_outermost(s)) gigi_acquire(pool, obj, 1, 30);
+}
+static void record_then_take(long obj) { /* the wrapper's site before the call */
+    int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_ACQUIRE);
+    if (gigi_scope_outermost(s)) gigi_acquire(pool, obj, 1, 32);
+    take_inner(obj);
+}
+static void take_second_try(long obj, int again) { /* its site only on a second attempt */
+    int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_ACQUIRE);
+    take_inner(obj);
+    if (again && gigi_scope_outermost(s)) gigi_acquire(pool, obj, 1, 30);
+}
+static void give_inner(long obj) {
+    if (gigi_scope_free(pool, GIGI_RELEASE)) gigi_release(pool, obj, 1, 34);
+}
+static void give_all(long first, int n) { /* releases in a loop of callees, then its own */
+    int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_RELEASE);
+    for (int i = 0; i < n; i++) give_inner(first + i);
+    if (gigi_scope_outermost(s)) gigi_release(pool, first, n, 33);
+}
+static void give_each(long first, int n) { /* its own release in a loop, no callee's */
+    int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_RELEASE);
+    for (int i = 0; i < n; i++)
+        if (gigi_scope_outermost(s)) gigi_release(pool, first + i, 1, 35);
+}
+static void scopes(void) {
+    int64_t t = gigi_task_begin("scopes", 0);
+    take_then_record(1);
+    record_then_take(2);
+    take_second_try(3, 0);
+    give_all(10, 3);
+    give_each(20, 2);
+    gigi_task_end(t);
+}
+
 static void *thread_main(void *arg) {
     long k = (long)arg;
     char name[16];
@@ -115,6 +157,8 @@ int main(int argc, char **argv) {
         requests(child == 0 ? 1000000 : 2000000, n);
         if (child == 0) return 0;
         waitpid(child, NULL, 0);
+    } else if (strcmp(mode, "scopes") == 0) {
+        scopes();
     } else if (strcmp(mode, "planted") == 0) {
         planted();
     } else if (strcmp(mode, "clock") == 0) {

@@ -126,6 +126,7 @@ static GIGI_TLS_IE int64_t task_stack[MAX_TASK_DEPTH][2]; /* task, the one it re
 static GIGI_TLS_IE int task_depth;
 /* the open scopes, (rid << 2 | kind) + 1 each: the header's inline functions keep them */
 GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
+GIGI_TLS_IE uint8_t gigi_scope_marks_[GIGI_MAX_SCOPES];
 GIGI_TLS_IE int gigi_nscopes_;
 
 static inline int64_t now_ns(void) {

@@ -195,18 +195,30 @@ static inline void gigi_wait_cleanup_slow(int64_t *token) {
     gigi_wait_end_slow_(*token);
 }
 
-/* One event per call path. A function that performs an event of some kind on a resource
- * opens a scope for the pair while it runs; an event of that kind on that resource from a
- * function it calls (a helper, a wrapper's inner half) is part of the outer one and is not
- * recorded: sqlite3PagerUnref -> sqlite3PagerUnrefNotNull records one RELEASE, not two.
+/* One event per call path: the first that happens on it. A function that performs an event
+ * of some kind on a resource opens a scope for the pair while it runs; an event of that kind
+ * on that resource from a function it calls (a helper, a wrapper's inner half) and its own
+ * are one event, recorded where it happens first: sqlite3PagerUnref -> sqlite3PagerUnrefNotNull
+ * records one RELEASE, not two. Where the caller's site comes first, its callees' events are
+ * not recorded; where a callee's comes first, the caller's own is not, and a caller whose site
+ * is on a path the call did not take (a lock function's second attempt) leaves the event to
+ * the callee that took it (its first attempt's compare-and-swap). A function that records its
+ * own event more than once (a release in a loop) records each.
  *
  *     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(rid, GIGI_RELEASE);
  *     ... if (gigi_scope_outermost(s)) gigi_release(...);
  *
- * Scopes nest up to 32 deep per thread; deeper ones are not tracked (their events recorded). */
+ * The check is the decision: it is made right before the event it allows, which is then
+ * recorded. Scopes nest up to 32 deep per thread; deeper ones are not tracked (their events
+ * recorded). */
 #define GIGI_MAX_SCOPES 32
-/* The open scopes of the thread, kept inline: a scope costs a few instructions, no call. */
+/* The open scopes of the thread, kept inline: a scope costs a few instructions, no call. Each
+ * scope's mark: GIGI_SCOPE_OWN once it recorded its event, GIGI_SCOPE_CALLEE once a function
+ * it called recorded the event of the same kind on the same resource. */
+#define GIGI_SCOPE_OWN 1
+#define GIGI_SCOPE_CALLEE 2
 extern GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
+extern GIGI_TLS_IE uint8_t gigi_scope_marks_[GIGI_MAX_SCOPES];
 extern GIGI_TLS_IE int gigi_nscopes_;
 /* A token is the scope's depth + 1 (0: not tracked). */
 /* (declarations first in each: a build with -Wdeclaration-after-statement, PostgreSQL's,
@@ -217,6 +229,7 @@ static inline int gigi_scope_enter(int32_t rid, int kind) {
     n = gigi_nscopes_;
     if (n >= GIGI_MAX_SCOPES || rid < 0) return 0;
     gigi_scopes_[n] = ((rid << 2) | (kind & 3)) + 1;
+    gigi_scope_marks_[n] = 0;
     gigi_nscopes_ = n + 1;
     return n + 1;
 }
@@ -224,30 +237,36 @@ static inline void gigi_scope_leave(int *token) {
     if (GIGI_LIKELY_OFF(*token)) return;
     if (*token <= gigi_nscopes_) gigi_nscopes_ = *token - 1;
 }
-/* Whether the event of the scope `token` is to be recorded: tracing is on and no caller has
- * the same scope open (token 0: no scope was opened; recorded). */
-static inline int gigi_scope_outermost(int token) {
-    int32_t key;
+/* Whether an event with key KEY, from the scopes below depth N (its callers'), is still to be
+ * recorded: none of them recorded its own; if so, each of them is marked as having it. */
+static inline int gigi_scope_claim_(int32_t key, int n) {
     int i;
+    for (i = 0; i < n; i++)
+        if (gigi_scopes_[i] == key && (gigi_scope_marks_[i] & GIGI_SCOPE_OWN)) return 0;
+    for (i = 0; i < n; i++)
+        if (gigi_scopes_[i] == key) gigi_scope_marks_[i] |= GIGI_SCOPE_CALLEE;
+    return 1;
+}
+/* Whether the event of the scope `token` is to be recorded: tracing is on, no caller with the
+ * same scope open recorded its own, and no function this one called recorded it (token 0: no
+ * scope was opened; recorded). */
+static inline int gigi_scope_outermost(int token) {
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
     if (token < 1 || token > gigi_nscopes_) return 1;
-    key = gigi_scopes_[token - 1];
-    for (i = 0; i < token - 1; i++)
-        if (gigi_scopes_[i] == key) return 0;
+    if (gigi_scope_marks_[token - 1] & GIGI_SCOPE_CALLEE) return 0;
+    if (!gigi_scope_claim_(gigi_scopes_[token - 1], token - 1)) return 0;
+    gigi_scope_marks_[token - 1] |= GIGI_SCOPE_OWN;
     return 1;
 }
 
-/* Whether no caller has a scope of this kind on this resource open: the check of a probe
- * whose function opens no scope of its own (it calls no function with such a site). */
+/* Whether no caller with a scope of this kind on this resource open recorded its event: the
+ * check of a probe whose function opens no scope of its own (it calls no function with such a
+ * site). */
 static inline int gigi_scope_free(int32_t rid, int kind) {
-    int32_t key;
-    int n, i;
+    int n;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
-    key = ((rid << 2) | (kind & 3)) + 1;
     n = gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES;
-    for (i = 0; i < n; i++)
-        if (gigi_scopes_[i] == key) return 0;
-    return 1;
+    return gigi_scope_claim_(((rid << 2) | (kind & 3)) + 1, n);
 }
 
 #ifdef __cplusplus

@@ -20,8 +20,9 @@ A file's static helper carries its callee's event up to the functions that call 
 memcached's redispatch_conn takes the queue item that cache_alloc hands to cqi_new and
 notify_worker_fd, both static), and keeps a site of its own only where some caller does
 not perform the same event (``interface.covered_by_callers``, as for any static helper;
-a call an assertion makes calls for nothing). The instrumenter records the outermost of
-nested events of one kind and resource, so a wrapper's event and its callee's are one."""
+a call an assertion makes calls for nothing). The instrumenter records one of nested events
+of one kind and resource, the first on its call path, so a wrapper's event and its
+callee's are one."""
 
 from __future__ import annotations
 
