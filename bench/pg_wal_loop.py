@@ -4,7 +4,7 @@ small and then large, and each run diagnosed, with the server's own figures besi
 
     python bench/pg_wal_loop.py [--work DIR] [--seconds 15] [--clients 8]
                                 [--wal-buffers 32kB,512MB] [--jobs 2] [--validate-seconds 5]
-                                [--validate-rounds 2]
+                                [--validate-rounds 2] [--overhead-rounds 3]
 
 1. Scan. PostgreSQL's tree (Debian's source package, tests/debian.py; $GIGI_SRC_CACHE is
    honoured) is copied and configured, and its compile commands derived from `make -n`, as
@@ -19,7 +19,7 @@ small and then large, and each run diagnosed, with the server's own figures besi
    plausible lifecycle (an ACQUIRE never released, a RELEASE that ended no hold), and the
    tree instrumented and built again with the sites kept, into --work/inst-valid; and again
    on that build (--validate-rounds, default 2, until a round removes nothing), as the sites
-   that fire as the outermost of nested events change when others go: the paper's loop, no
+   that record nested events change when others go: the paper's loop, no
    hand annotation.
 3. Run. First the baseline: the same tree built with no probes (once, into
    --work/inst-plain) and the same runs on it, the server's figures only; the probes change
@@ -35,6 +35,10 @@ small and then large, and each run diagnosed, with the server's own figures besi
 4. Diagnose. `gigi-query diagnose` on each trace: wall time, the events, and the first
    findings with their victims' sites; then whether the small buffers' run ranks a WAL
    resource first with a wait site in xlog.c, and the large one has no finding on it.
+5. The probes' cost (--overhead-rounds, default 3): for each --wal-buffers value, rounds of
+   three runs one after the other (no probes; probed with tracing off; probed and traced),
+   TPS medians and probed / plain, against the goal of under 3% lost. The machine is shared:
+   run it on an idle one, and read the ratios of the rounds, not one run's.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import json
 import os
 import pwd
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,9 +136,9 @@ def scan_and_build(
     if report:
         print(f"  {_said(report)}")
     bins = instrumented_build(copy, sites, work, "", with_commands, jobs)
-    # each round validates the build the last one made: with fewer sites, others fire as the
-    # outermost of nested events (a lock's inner step once its outer ACQUIRE is gone), which
-    # the run before never judged
+    # each round validates the build the last one made: with fewer sites, others record the
+    # events nested sites took before (a lock's inner step once its outer ACQUIRE is gone),
+    # which the run before never judged
     for k in range(1, validate_rounds + 1 if validate_seconds else 1):
         suffix = "-valid" if k == 1 else f"-valid{k}"
         trace, valid, log = (
@@ -262,19 +267,22 @@ class Sampler(threading.Thread):
 
 
 def traced(
-    bins: Path, trace: Path, settings: dict, seconds: int, clients: int, work: Path
+    bins: Path, trace: Path | None, settings: dict, seconds: int, clients: int, work: Path
 ) -> tuple:
     """A run of the bulk inserts on a private cluster with SETTINGS, every backend traced
-    into TRACE: pgbench's result, the wait events sampled, and pg_stat_wal's
-    wal_buffers_full."""
-    shutil.rmtree(trace, ignore_errors=True)
-    trace.mkdir()
-    if os.geteuid() == 0:  # the server runs as its own user, which writes the trace
-        user = pwd.getpwnam(USER)
-        os.chown(trace, user.pw_uid, user.pw_gid)
+    into TRACE (None: not traced): pgbench's result, the wait events sampled, and
+    pg_stat_wal's wal_buffers_full."""
+    env = {}
+    if trace is not None:
+        shutil.rmtree(trace, ignore_errors=True)
+        trace.mkdir()
+        if os.geteuid() == 0:  # the server runs as its own user, which writes the trace
+            user = pwd.getpwnam(USER)
+            os.chown(trace, user.pw_uid, user.pw_gid)
+        env = {"GIGI_TRACE": str(trace)}
     script = work / "bulk.sql"
     script.write_text(SCRIPT)
-    with Server(settings, bins=bins, env={"GIGI_TRACE": str(trace)}) as server:
+    with Server(settings, bins=bins, env=env) as server:
         with server.connect() as conn:
             for i in range(clients):
                 conn.execute(f"CREATE TABLE bulk_{i} (id bigserial PRIMARY KEY, pad text)")
@@ -341,8 +349,7 @@ def server_figures(
     out: dict = {"wal_buffers": wal_buffers}
     settings = {**SETTINGS, "wal_buffers": wal_buffers}
     bench, samples, out["buffers_full"] = traced(bins, trace, settings, seconds, clients, work)
-    tps = [ln for ln in bench.stdout.splitlines() if ln.startswith("tps")]
-    out["tps"] = float(tps[0].split("=")[1].split()[0]) if tps else float("nan")
+    out["tps"] = _tps(bench)
     total = sum(samples.values())
     out["wal_lock_share"] = sum(n for e, n in samples.items() if e in WAL_LOCKS) / max(total, 1)
     out["samples"] = samples
@@ -393,6 +400,50 @@ def one_run(
     return out
 
 
+def _tps(bench: subprocess.CompletedProcess) -> float:
+    tps = [ln for ln in bench.stdout.splitlines() if ln.startswith("tps")]
+    return float(tps[0].split("=")[1].split()[0]) if tps else float("nan")
+
+
+def overhead(
+    plain: Path, probed: Path, work: Path, wal_buffers: str, seconds: int, clients: int, rounds: int
+) -> dict:
+    """The probes' cost: ROUNDS rounds, each running the build with no probes, the probed
+    build with tracing off (GIGI_TRACE unset: every probe one load and one branch) and on,
+    one after the other, so that a change in the machine's load falls on all three; TPS
+    medians, and probed / plain for each round and for the medians."""
+    trace = work / "trace-overhead"
+    settings = {**SETTINGS, "wal_buffers": wal_buffers}
+    ways = {"plain": (plain, None), "probed, off": (probed, None), "probed": (probed, trace)}
+    tps: dict[str, list[float]] = {name: [] for name in ways}
+    size = []
+    for _ in range(rounds):
+        for name, (bins, into) in ways.items():
+            bench, _, _ = traced(bins, into, settings, seconds, clients, work)
+            tps[name].append(_tps(bench))
+            if into is not None:
+                size.append(sum(f.stat().st_size for f in into.iterdir()))
+                shutil.rmtree(into, ignore_errors=True)
+    med = {name: statistics.median(v) for name, v in tps.items()}
+    load = os.getloadavg()[0]
+    print(
+        f"\noverhead, wal_buffers {wal_buffers}, {rounds} rounds of {seconds} s "
+        f"(load average {load:.1f} on {os.cpu_count()} cores at the end):"
+    )
+    for name, v in tps.items():
+        each = ", ".join(f"{x:,.0f}" for x in v)
+        print(
+            f"  {name:12s} TPS median {med[name]:8,.0f} ({each}); "
+            f"/ plain {med[name] / med['plain']:.2f}"
+        )
+    rates = [p / b for p, b in zip(tps["probed"], tps["plain"], strict=True)]
+    print(
+        f"  probed / plain per round: {', '.join(f'{r:.2f}' for r in rates)}; trace "
+        f"{statistics.median(size) / 2**20 / seconds:,.0f} MiB a second (median)"
+    )
+    return {"wal_buffers": wal_buffers, "tps": tps, "ratio": med["probed"] / med["plain"]}
+
+
 def summary(store: Path) -> None:
     """What the trace holds: events by resource, and its waits (how many, how long in all,
     how many under a microsecond)."""
@@ -433,6 +484,12 @@ def main() -> None:
     ap.add_argument(
         "--validate-min-share", type=float, help="validate's --min-share (default: its own)"
     )
+    ap.add_argument(
+        "--overhead-rounds",
+        type=int,
+        default=3,
+        help="rounds of plain, probed-off and probed runs for the probes' cost (0: none)",
+    )
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="gigi-pgloop-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -468,6 +525,16 @@ def main() -> None:
         )
     for p, r in zip(plain, runs, strict=True):
         print(f"probed / plain TPS, wal_buffers {r['wal_buffers']}: {r['tps'] / p['tps']:.2f}")
+    if args.overhead_rounds:
+        costs = [
+            overhead(plain_bins, bins, work, w, args.seconds, args.clients, args.overhead_rounds)
+            for w in args.wal_buffers.split(",")
+        ]
+        for c in costs:
+            print(
+                f"goal, the probes' cost at wal_buffers {c['wal_buffers']}: under 3% of TPS: "
+                f"{'met' if c['ratio'] >= 0.97 else 'NOT met'} ({1 - c['ratio']:.0%} lost)"
+            )
     if small["findings"] is None or large["findings"] is None:
         print("goals: not known, a diagnosis did not finish")
         return
