@@ -235,19 +235,30 @@ def test_a_threads_task_is_named_by_what_the_thread_is_called(program, tmp_path)
     assert {n.split()[0] for n in names} == {f"worker-{k}" for k in range(4)}
 
 
-def test_nested_events_are_recorded_once_where_they_happen_first(program, tmp_path):
-    """A wrapper and its callee performing the same event record it once, where it happens
-    first: the callee's when the wrapper's site comes after the call, the wrapper's when it
-    comes before, and the callee's when the wrapper's site is on a path not taken (a second
-    attempt), which a scope that silenced its callees regardless lost. Releases in a loop
-    of callees are each recorded, the wrapper's own then not; a function's own event in a
-    loop is recorded each time."""
+def test_nested_events_are_recorded_once_by_the_caller_or_else_the_callee(program, tmp_path):
+    """A wrapper and its callee performing the same event record it once, as the wrapper's
+    (whose object is the one its callers name), whether its site comes after the call or
+    before it. Where the wrapper's site is on a path not taken (a second attempt), the
+    callee's is recorded, with its own time, which a scope that silenced its callees lost;
+    held back through two wrappers, it is the outer one's when that records its own.
+    Releases in a loop of callees are one, the wrapper's, or each recorded when the wrapper
+    records none; a function's own event in a loop is recorded each time."""
     trace = tmp_path / "trace"
     run(program, trace, "scopes")
     manifest = ingest(trace, tmp_path / "store")
     con = connect(tmp_path / "store" / manifest.trace_id)
-    got = rows(con, "SELECT site, object FROM events WHERE site >= 30 ORDER BY seq")
-    assert got == [(31, 1), (32, 2), (31, 3), (34, 10), (34, 11), (34, 12), (35, 20), (35, 21)]
+    got = rows(con, "SELECT site, object, amount FROM events WHERE site >= 30 ORDER BY ts, seq")
+    assert got == [
+        (30, 1, 1),
+        (32, 2, 1),
+        (31, 3, 1),
+        (36, 4, 1),
+        (33, 10, 3),
+        (34, 15, 1),
+        (34, 16, 1),
+        (35, 20, 1),
+        (35, 21, 1),
+    ]
 
 
 def test_validation_removes_planted_false_candidates_and_keeps_true_ones(program, tmp_path):

@@ -313,14 +313,8 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     )
     is_return = stmt.cursor.kind == ci.CursorKind.RETURN_STMT
     after = kind == "ACQUIRE" and not is_return
-    # recorded only outside a caller's event of the same kind on the same resource
-    # with a scope of its own, its scope's check; else (it calls no function with such a
-    # site) that no caller has one open
-    check = (
-        f"gigi_scope_outermost({scope})"
-        if scope is not None
-        else f"gigi_scope_free({res}, GIGI_{kind})"
-    )
+    # one event per call path (gigi_scoped): the function's own scope, if it opens one
+    token = scope if scope is not None else "0"
     handed = _returned_call(ci, stmt) if kind == "ACQUIRE" and is_return else None
     if handed is not None:
         # what a call returns, handed back: acquired only when it is something, and that
@@ -328,7 +322,7 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
         a, b = handed.extent.start.offset, handed.extent.end.offset
         return f"on what the return at line {stmt.line} hands back", [
             (a, 5, f"{MARK_OPEN}GIGI_ACQUIRED({MARK_CLOSE}"),
-            (b, 0, f"{MARK_OPEN}, {res}, {amount}, {site}, {check}){MARK_CLOSE}"),
+            (b, 0, f"{MARK_OPEN}, {res}, {amount}, {site}, {token}){MARK_CLOSE}"),
         ]
     # an acquisition whose statement sets a status code (rc = lock(...)) happened only when
     # that says success
@@ -338,10 +332,9 @@ def place(ci, raw: bytes, fn, s: dict, kind: str, res: str, scope: str | None):
     pointer = _pointer_set(ci, fn, raw, stmt) if after and not status else None
     if pointer and obj == "0":
         obj = f"(int64_t)(uintptr_t)({pointer})"
-    call = f"gigi_{kind.lower()}({res}, {obj}, {amount}, {site})"
-    # the check last: it claims the call path's event, which must then be recorded
-    found = f"{status} == 0 && " if status else f"{pointer} != 0 && " if pointer else ""
-    probe = f"if ({found}{check}) {call};"
+    call = f"gigi_scoped(GIGI_{kind}, {res}, {obj}, {amount}, {site}, {token});"
+    found = f"{status} == 0" if status else f"{pointer} != 0" if pointer else ""
+    probe = f"if ({found}) {call}" if found else call
     if stmt.in_block:
         at = stmt.end if after else stmt.start
         if stmt.cursor.kind == ci.CursorKind.DECL_STMT and stmt.start < stmt.lead:

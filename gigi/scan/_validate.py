@@ -70,9 +70,9 @@ def validate(
     raw trace directory). With CALLS, the scan's call graph (hierarchy/calls.parquet): a site
     the run never reached, in a function that a removed site's function calls (directly or
     not) with an event of the same kind on the same resource, goes with it. The probes record
-    one of nested events, the first on its call path, so the removed one, which fired, may
-    have stood in its place: the run judged both, and the inner one alone would fire
-    unpaired in the build deployed without the outer."""
+    one of nested events, the outer one's where it fires, so the removed one stood in its
+    place: the run judged both, and the inner one alone would fire unpaired in the build
+    deployed without the outer."""
     from gigi.queries import connect
     from gigi.queries._connect import memory_limit
 

@@ -75,44 +75,50 @@ static void planted(void) {
     gigi_task_end(t);
 }
 
-/* Nested scopes, as gigi-query instrument writes them: one event per call path, the first. */
+/* Nested scopes, as gigi-query instrument writes them: one event per call path. */
 static void take_inner(long obj) { /* a callee whose function opens no scope */
-    if (gigi_scope_free(pool, GIGI_ACQUIRE)) gigi_acquire(pool, obj, 1, 31);
+    gigi_scoped(GIGI_ACQUIRE, pool, obj, 1, 31, 0);
 }
 static void take_then_record(long obj) { /* the wrapper's site after the call */
     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_ACQUIRE);
     take_inner(obj);
-    if (gigi_scope_outermost(s)) gigi_acquire(pool, obj, 1, 30);
+    gigi_scoped(GIGI_ACQUIRE, pool, obj, 1, 30, s);
 }
 static void record_then_take(long obj) { /* the wrapper's site before the call */
     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_ACQUIRE);
-    if (gigi_scope_outermost(s)) gigi_acquire(pool, obj, 1, 32);
+    gigi_scoped(GIGI_ACQUIRE, pool, obj, 1, 32, s);
     take_inner(obj);
 }
 static void take_second_try(long obj, int again) { /* its site only on a second attempt */
     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_ACQUIRE);
     take_inner(obj);
-    if (again && gigi_scope_outermost(s)) gigi_acquire(pool, obj, 1, 30);
+    if (again) gigi_scoped(GIGI_ACQUIRE, pool, obj, 1, 30, s);
+}
+static void wrap_second_try(long obj) { /* a wrapper of that, its site after the call */
+    int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_ACQUIRE);
+    take_second_try(obj, 0);
+    gigi_scoped(GIGI_ACQUIRE, pool, obj, 1, 36, s);
 }
 static void give_inner(long obj) {
-    if (gigi_scope_free(pool, GIGI_RELEASE)) gigi_release(pool, obj, 1, 34);
+    gigi_scoped(GIGI_RELEASE, pool, obj, 1, 34, 0);
 }
-static void give_all(long first, int n) { /* releases in a loop of callees, then its own */
+static void give_all(long first, int n, int own) { /* releases in a loop of callees */
     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_RELEASE);
     for (int i = 0; i < n; i++) give_inner(first + i);
-    if (gigi_scope_outermost(s)) gigi_release(pool, first, n, 33);
+    if (own) gigi_scoped(GIGI_RELEASE, pool, first, n, 33, s);
 }
 static void give_each(long first, int n) { /* its own release in a loop, no callee's */
     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(pool, GIGI_RELEASE);
-    for (int i = 0; i < n; i++)
-        if (gigi_scope_outermost(s)) gigi_release(pool, first + i, 1, 35);
+    for (int i = 0; i < n; i++) gigi_scoped(GIGI_RELEASE, pool, first + i, 1, 35, s);
 }
 static void scopes(void) {
     int64_t t = gigi_task_begin("scopes", 0);
     take_then_record(1);
     record_then_take(2);
     take_second_try(3, 0);
-    give_all(10, 3);
+    wrap_second_try(4);
+    give_all(10, 3, 1);
+    give_all(15, 2, 0);
     give_each(20, 2);
     gigi_task_end(t);
 }

@@ -127,6 +127,7 @@ static GIGI_TLS_IE int task_depth;
 /* the open scopes, (rid << 2 | kind) + 1 each: the header's inline functions keep them */
 GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
 GIGI_TLS_IE uint8_t gigi_scope_marks_[GIGI_MAX_SCOPES];
+GIGI_TLS_IE int gigi_npending_;
 GIGI_TLS_IE int gigi_nscopes_;
 
 static inline int64_t now_ns(void) {
@@ -403,6 +404,57 @@ void gigi_event_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t 
                     .value = value, .rid = rid, .site = site, .kind = (uint8_t)kind,
                     .has_value = (uint8_t)(has_value != 0)};
     put(r, &rec);
+}
+
+/* Events held back while a caller with the same scope open may still record its own (the
+ * header's gigi_scoped), each with the depth of the scope it waits on, in the order made. */
+#define MAX_PENDING 32
+static GIGI_TLS_IE struct {
+    record_t rec;
+    int depth;
+} pending[MAX_PENDING];
+
+void gigi_pend_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t site, int depth) {
+    ring_t *r = ring();
+    if (!r) return;
+    record_t rec = {.ts = stamp(), .task = task_of(r), .amount = amount, .object = object,
+                    .rid = rid, .site = site, .kind = (uint8_t)kind};
+    if (gigi_npending_ >= MAX_PENDING) { /* too many held back: recorded now */
+        if (!skipped(r, rid, object)) put(r, &rec);
+        return;
+    }
+    pending[gigi_npending_].rec = rec;
+    pending[gigi_npending_].depth = depth;
+    gigi_npending_++;
+}
+
+/* The events held back on the scope at DEPTH and deeper ones: dropped when the scope
+ * RECORDED its own event; when it is left without, each goes to the nearest caller with the
+ * same scope open, or is recorded (dropped if that caller recorded its own). */
+void gigi_settle_(int depth, int recorded) {
+    ring_t *r = ring();
+    int kept = 0;
+    for (int i = 0; i < gigi_npending_; i++) {
+        if (pending[i].depth < depth) {
+            pending[kept++] = pending[i];
+            continue;
+        }
+        if (recorded) continue;
+        const record_t *x = &pending[i].rec;
+        int32_t key = (int32_t)(((x->rid << 2) | (x->kind & 3)) + 1);
+        int at = -1;
+        for (int j = (depth < gigi_nscopes_ ? depth : gigi_nscopes_) - 1; j >= 0 && at < 0; j--)
+            if (gigi_scopes_[j] == key) at = j;
+        if (at >= 0) {
+            if (!(gigi_scope_marks_[at] & GIGI_SCOPE_OWN)) {
+                pending[i].depth = at;
+                pending[kept++] = pending[i];
+            }
+        } else if (r && !skipped(r, x->rid, x->object)) {
+            put(r, x);
+        }
+    }
+    gigi_npending_ = kept;
 }
 
 int64_t gigi_wait_begin_(int32_t rid, int64_t object, int64_t amount, int32_t site) {

@@ -143,17 +143,6 @@ static inline void gigi_acquire(int32_t rid, int64_t object, int64_t amount, int
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
     gigi_emit_(GIGI_ACQUIRE, rid, object, amount, site);
 }
-
-/* What a return statement hands back, acquired: EXPR (a pointer a call made) evaluated once,
- * recorded as the object of an ACQUIRE of RID when it is not NULL and OK (the scope check)
- * says so, and handed back as it is. */
-#define GIGI_ACQUIRED(expr, rid, amount, site, ok)                                          \
-    ({                                                                                      \
-        __typeof__(expr) gigi_acquired_ = (expr);                                           \
-        if (gigi_acquired_ && (ok))                                                         \
-            gigi_acquire((rid), (int64_t)(uintptr_t)gigi_acquired_, (amount), (site));      \
-        gigi_acquired_;                                                                     \
-    })
 static inline void gigi_use(int32_t rid, int64_t object, int64_t amount, int32_t site) {
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
     gigi_emit_(GIGI_USE, rid, object, amount, site);
@@ -195,31 +184,33 @@ static inline void gigi_wait_cleanup_slow(int64_t *token) {
     gigi_wait_end_slow_(*token);
 }
 
-/* One event per call path: the first that happens on it. A function that performs an event
- * of some kind on a resource opens a scope for the pair while it runs; an event of that kind
- * on that resource from a function it calls (a helper, a wrapper's inner half) and its own
- * are one event, recorded where it happens first: sqlite3PagerUnref -> sqlite3PagerUnrefNotNull
- * records one RELEASE, not two. Where the caller's site comes first, its callees' events are
- * not recorded; where a callee's comes first, the caller's own is not, and a caller whose site
- * is on a path the call did not take (a lock function's second attempt) leaves the event to
- * the callee that took it (its first attempt's compare-and-swap). A function that records its
- * own event more than once (a release in a loop) records each.
+/* One event per call path. A function that performs an event of some kind on a resource
+ * opens a scope for the pair while it runs; an event of that kind on that resource from a
+ * function it calls (a helper, a wrapper's inner half) and its own are one event:
+ * sqlite3PagerUnref -> sqlite3PagerUnrefNotNull records one RELEASE, not two. The caller's
+ * is the one recorded (its object is the one its callers name): where its own comes first,
+ * its callees' are not recorded; where a callee's comes first, the callee's is held back
+ * until the caller records its own, which replaces it, or returns without one (its site is
+ * on a path this call did not take: a lock function's second attempt), when the callee's is
+ * recorded, with its own time. A function that records its own event more than once (a
+ * release in a loop) records each.
  *
  *     int s __attribute__((cleanup(gigi_scope_leave))) = gigi_scope_enter(rid, GIGI_RELEASE);
- *     ... if (gigi_scope_outermost(s)) gigi_release(...);
+ *     ... gigi_scoped(GIGI_RELEASE, rid, object, amount, site, s);
  *
- * The check is the decision: it is made right before the event it allows, which is then
- * recorded. Scopes nest up to 32 deep per thread; deeper ones are not tracked (their events
- * recorded). */
+ * Scopes nest up to 32 deep per thread; deeper ones are not tracked (their events recorded),
+ * and up to 32 events are held back per thread (more are recorded at once). */
 #define GIGI_MAX_SCOPES 32
-/* The open scopes of the thread, kept inline: a scope costs a few instructions, no call. Each
- * scope's mark: GIGI_SCOPE_OWN once it recorded its event, GIGI_SCOPE_CALLEE once a function
- * it called recorded the event of the same kind on the same resource. */
+/* The open scopes of the thread, kept inline: a scope costs a few instructions, no call; each
+ * marked once it recorded its own event. */
 #define GIGI_SCOPE_OWN 1
-#define GIGI_SCOPE_CALLEE 2
 extern GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
 extern GIGI_TLS_IE uint8_t gigi_scope_marks_[GIGI_MAX_SCOPES];
 extern GIGI_TLS_IE int gigi_nscopes_;
+/* the events held back, waiting on a caller's scope (gigi_probe.c keeps them) */
+extern GIGI_TLS_IE int gigi_npending_;
+void gigi_pend_(int kind, int32_t rid, int64_t object, int64_t amount, int32_t site, int depth);
+void gigi_settle_(int depth, int recorded);
 /* A token is the scope's depth + 1 (0: not tracked). */
 /* (declarations first in each: a build with -Wdeclaration-after-statement, PostgreSQL's,
  * includes this header in every file it instruments) */
@@ -233,40 +224,77 @@ static inline int gigi_scope_enter(int32_t rid, int kind) {
     gigi_nscopes_ = n + 1;
     return n + 1;
 }
+/* Leaving a scope: its callees' events held back and not replaced go to the nearest caller
+ * with the same scope open, or, with none, are recorded. */
 static inline void gigi_scope_leave(int *token) {
     if (GIGI_LIKELY_OFF(*token)) return;
+    if (gigi_npending_) gigi_settle_(*token - 1, 0);
     if (*token <= gigi_nscopes_) gigi_nscopes_ = *token - 1;
 }
-/* Whether an event with key KEY, from the scopes below depth N (its callers'), is still to be
- * recorded: none of them recorded its own; if so, each of them is marked as having it. */
-static inline int gigi_scope_claim_(int32_t key, int n) {
-    int i;
+
+/* The event of a probe whose function opened the scope `token` (0: it opens none, as it calls
+ * no function with such a site): not recorded where a caller with the same scope open
+ * recorded its own; held back where one may still; else recorded, in place of its callees'
+ * held back. */
+static inline void gigi_scoped(int kind, int32_t rid, int64_t object, int64_t amount,
+                               int32_t site, int token) {
+    int32_t key;
+    int own, n, i, at = -1;
+    if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
+    key = ((rid << 2) | (kind & 3)) + 1;
+    own = token >= 1 && token <= gigi_nscopes_ ? token - 1 : -1;
+    n = own >= 0 ? own : (gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES);
     for (i = 0; i < n; i++)
-        if (gigi_scopes_[i] == key && (gigi_scope_marks_[i] & GIGI_SCOPE_OWN)) return 0;
-    for (i = 0; i < n; i++)
-        if (gigi_scopes_[i] == key) gigi_scope_marks_[i] |= GIGI_SCOPE_CALLEE;
-    return 1;
+        if (gigi_scopes_[i] == key) {
+            if (gigi_scope_marks_[i] & GIGI_SCOPE_OWN) return; /* a caller recorded it */
+            at = i;
+        }
+    if (own >= 0) {
+        gigi_scope_marks_[own] |= GIGI_SCOPE_OWN;
+        if (gigi_npending_) gigi_settle_(own, 1); /* its callees': this one stands for them */
+    }
+    if (at >= 0)
+        gigi_pend_(kind, rid, object, amount, site, at); /* a caller may still record its own */
+    else
+        gigi_emit_(kind, rid, object, amount, site);
 }
-/* Whether the event of the scope `token` is to be recorded: tracing is on, no caller with the
- * same scope open recorded its own, and no function this one called recorded it (token 0: no
- * scope was opened; recorded). */
+
+/* What a return statement hands back, acquired: EXPR (a pointer a call made) evaluated once,
+ * recorded as the object of an ACQUIRE of RID in the scope TOKEN (gigi_scoped) when it is not
+ * NULL, and handed back as it is. */
+#define GIGI_ACQUIRED(expr, rid, amount, site, token)                                       \
+    ({                                                                                      \
+        __typeof__(expr) gigi_acquired_ = (expr);                                           \
+        if (gigi_acquired_)                                                                 \
+            gigi_scoped(GIGI_ACQUIRE, (rid), (int64_t)(uintptr_t)gigi_acquired_, (amount),  \
+                        (site), (token));                                                   \
+        gigi_acquired_;                                                                     \
+    })
+
+/* Whether the event of the scope `token` is to be recorded: tracing is on and no caller has
+ * the same scope open (token 0: no scope was opened; recorded). A wait's check: a wait
+ * opens its scope where it begins. */
 static inline int gigi_scope_outermost(int token) {
+    int32_t key;
+    int i;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
     if (token < 1 || token > gigi_nscopes_) return 1;
-    if (gigi_scope_marks_[token - 1] & GIGI_SCOPE_CALLEE) return 0;
-    if (!gigi_scope_claim_(gigi_scopes_[token - 1], token - 1)) return 0;
-    gigi_scope_marks_[token - 1] |= GIGI_SCOPE_OWN;
+    key = gigi_scopes_[token - 1];
+    for (i = 0; i < token - 1; i++)
+        if (gigi_scopes_[i] == key) return 0;
     return 1;
 }
 
-/* Whether no caller with a scope of this kind on this resource open recorded its event: the
- * check of a probe whose function opens no scope of its own (it calls no function with such a
- * site). */
+/* Whether no caller has a scope of this kind on this resource open. */
 static inline int gigi_scope_free(int32_t rid, int kind) {
-    int n;
+    int32_t key;
+    int n, i;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
+    key = ((rid << 2) | (kind & 3)) + 1;
     n = gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES;
-    return gigi_scope_claim_(((rid << 2) | (kind & 3)) + 1, n);
+    for (i = 0; i < n; i++)
+        if (gigi_scopes_[i] == key) return 0;
+    return 1;
 }
 
 #ifdef __cplusplus

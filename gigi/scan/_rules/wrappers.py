@@ -21,7 +21,7 @@ memcached's redispatch_conn takes the queue item that cache_alloc hands to cqi_n
 notify_worker_fd, both static), and keeps a site of its own only where some caller does
 not perform the same event (``interface.covered_by_callers``, as for any static helper;
 a call an assertion makes calls for nothing). The instrumenter records one of nested events
-of one kind and resource, the first on its call path, so a wrapper's event and its
+of one kind and resource, the outer one's where it fires, so a wrapper's event and its
 callee's are one."""
 
 from __future__ import annotations
