@@ -248,6 +248,15 @@ def test_nested_events_are_recorded_once_by_the_caller_or_else_the_callee(progra
     manifest = ingest(trace, tmp_path / "store")
     con = connect(tmp_path / "store" / manifest.trace_id)
     got = rows(con, "SELECT site, object, amount FROM events WHERE site >= 30 ORDER BY ts, seq")
+    # a segment leaves out the optional columns whose every row holds the default (no event
+    # here waits or carries a value), and the reader fills them in
+    columns = {
+        c
+        for seg in trace.glob("events-*.arrows")
+        for c in ipc.open_stream(seg.read_bytes()).schema.names
+    }
+    assert columns == {"ts", "kind", "resource", "task", "thread", "amount", "object", "site"}
+    assert rows(con, "SELECT DISTINCT dur, value FROM events") == [(0, None)]
     assert got == [
         (30, 1, 1),
         (32, 2, 1),

@@ -695,8 +695,20 @@ static void write_events(int64_t n) {
     pthread_mutex_unlock(&g.lock);
     for (int64_t i = 0; ok && i < n; i++)
         if (col.rid[i] < 0 || col.rid[i] >= nres) ok = 0; /* not from gigi_resource */
+    /* the optional columns a segment needs: one whose every row holds its default (amount
+     * 1, dur 0, object 0, no site or value) is left out, and the reader fills it in, which
+     * spares the disk a fifth to a third of the bytes where most events are ACQUIREs and
+     * RELEASEs of one unit */
+    int amounts = 0, durs = 0, objects = 0, sites = 0, values = 0;
+    for (int64_t i = 0; i < n; i++) {
+        amounts |= col.amount[i] != 1;
+        durs |= col.kind[i] == GIGI_WAIT || col.dur[i] != 0 || !col.has_dur[i];
+        objects |= col.object[i] != 0;
+        sites |= col.has_site[i];
+        values |= col.has_value[i];
+    }
     if (ok) {
-        ipc_column cols[] = {
+        ipc_column all[] = {
             {"ts", IPC_INT64, 0, col.ts},
             {"kind", IPC_UINT8, 0, col.kind},
             {"resource", IPC_DICT_UTF8, 0, col.rid, names.offsets, names.chars, NULL, nres},
@@ -708,7 +720,11 @@ static void write_events(int64_t n) {
             {"site", IPC_INT32, 1, col.site, NULL, NULL, col.has_site},
             {"value", IPC_INT64, 1, col.value, NULL, NULL, col.has_value},
         };
-        write_numbered("events", cols, 10, n);
+        int needed[] = {1, 1, 1, 1, 1, amounts, durs, objects, sites, values}, ncols = 0;
+        ipc_column cols[10];
+        for (int c = 0; c < 10; c++)
+            if (needed[c]) cols[ncols++] = all[c];
+        write_numbered("events", cols, ncols, n);
     } else {
         g.write_failed = 1;
     }
