@@ -36,8 +36,9 @@ small and then large, and each run diagnosed, with the server's own figures besi
    findings with their victims' sites; then whether the small buffers' run ranks a WAL
    resource first with a wait site in xlog.c, and the large one has no finding on it.
 5. The probes' cost (--overhead-rounds, default 3): for each --wal-buffers value, rounds of
-   three runs one after the other (no probes; probed with tracing off; probed and traced),
-   TPS medians and probed / plain, against the goal of under 3% lost. The machine is shared:
+   runs one after the other (no probes; probed with tracing off; probed and traced, into
+   --work and, where there is one, into /dev/shm), TPS medians and probed / plain, against
+   the goal of under 3% lost. The machine is shared:
    run it on an idle one, and read the ratios of the rounds, not one run's.
 """
 
@@ -411,12 +412,18 @@ def overhead(
     """The probes' cost: ROUNDS rounds, each running the build with no probes, the probed
     build with tracing off (GIGI_TRACE unset: every probe one load and one branch) and on,
     one after the other, so that a change in the machine's load falls on all three; TPS
-    medians, and probed / plain for each round and for the medians."""
+    medians, and probed / plain for each round and for the medians. Where the machine has
+    a memory file system (/dev/shm), the probed build also traces into it: the share of the
+    cost that is the trace's writing to the disk the server writes to."""
     trace = work / "trace-overhead"
     settings = {**SETTINGS, "wal_buffers": wal_buffers}
     ways = {"plain": (plain, None), "probed, off": (probed, None), "probed": (probed, trace)}
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        ways["probed, shm"] = (probed, shm / f"gigi-overhead-{os.getpid()}")
     tps: dict[str, list[float]] = {name: [] for name in ways}
     size = []
+    load = os.getloadavg()[0]  # before: what else runs on the machine
     for _ in range(rounds):
         for name, (bins, into) in ways.items():
             bench, _, _ = traced(bins, into, settings, seconds, clients, work)
@@ -425,15 +432,14 @@ def overhead(
                 size.append(sum(f.stat().st_size for f in into.iterdir()))
                 shutil.rmtree(into, ignore_errors=True)
     med = {name: statistics.median(v) for name, v in tps.items()}
-    load = os.getloadavg()[0]
     print(
         f"\noverhead, wal_buffers {wal_buffers}, {rounds} rounds of {seconds} s "
-        f"(load average {load:.1f} on {os.cpu_count()} cores at the end):"
+        f"(load average {load:.1f} on {os.cpu_count()} cores before):"
     )
     for name, v in tps.items():
         each = ", ".join(f"{x:,.0f}" for x in v)
         print(
-            f"  {name:12s} TPS median {med[name]:8,.0f} ({each}); "
+            f"  {name:13s} TPS median {med[name]:8,.0f} ({each}); "
             f"/ plain {med[name] / med['plain']:.2f}"
         )
     rates = [p / b for p, b in zip(tps["probed"], tps["plain"], strict=True)]
