@@ -643,44 +643,24 @@ def test_a_lock_words_other_bits_taken_and_given_back(tmp_path):
 
 
 def test_a_lock_words_bits_moved_by_gccs_legacy_atomic_builtins(tmp_path):
-    """The same lock word moved by GCC's __sync builtins instead of C11's or a codebase's
-    wrappers: the spin's fetch-and-or takes a bit, a fetch-and-and of its complement gives
-    it back, a sub-and-fetch takes a holder's share off, an or-and-fetch of another flag
-    moves nothing."""
-    code = """
-#include <stdint.h>
-#define FLAG_LOCKED (1u << 28)
-#define FLAG_HAS_WAITERS (1u << 30)
-#define VAL_EXCLUSIVE (1u << 24)
-extern void spin_delay(void);
-typedef struct lwlock { uint32_t state; int tranche; } lwlock_t;
-
-int lw_attempt(lwlock_t *lock)
-{
-    uint32_t old = lock->state;
-    if (old & VAL_EXCLUSIVE)
-        return 1;
-    return !__sync_bool_compare_and_swap(&lock->state, old, old | VAL_EXCLUSIVE);
-}
-
-void wait_list_lock(lwlock_t *lock)
-{
-    uint32_t old;
-    while (1) {
-        old = __sync_fetch_and_or(&lock->state, FLAG_LOCKED);
-        if (!(old & FLAG_LOCKED))
-            break;
-        spin_delay();
-    }
-}
-
-void wait_list_unlock(lwlock_t *lock) { __sync_fetch_and_and(&lock->state, ~FLAG_LOCKED); }
-
-void lw_release(lwlock_t *lock) { __sync_sub_and_fetch(&lock->state, VAL_EXCLUSIVE); }
-
-void has_waiters(lwlock_t *lock) { __sync_or_and_fetch(&lock->state, FLAG_HAS_WAITERS); }
-"""
-    gained, lost = _difference(tmp_path, {"lw.c": code}, "locks_by_compare_and_swap")
+    """The same lock word moved by GCC's __sync builtins instead of a codebase's wrappers of
+    C11's: the spin's fetch-and-or takes a bit, a fetch-and-and of its complement gives it
+    back, a sub-and-fetch takes a holder's share off, a fetch-and-and of another flag moves
+    nothing."""
+    head = LOCK_WORD.split("static inline uint32_t atomic_fetch_or_u32")[0]
+    body = "int lw_attempt" + LOCK_WORD.split("int lw_attempt", 1)[1]
+    for wrapper, builtin in (
+        (
+            "atomic_compare_exchange_u32(&lock->state, &old, old + ",
+            "__sync_bool_compare_and_swap(&lock->state, old, old | ",
+        ),
+        ("atomic_fetch_or_u32(", "__sync_fetch_and_or("),
+        ("atomic_fetch_and_u32(", "__sync_fetch_and_and("),
+        ("atomic_sub_fetch_u32(", "__sync_sub_and_fetch("),
+    ):
+        assert wrapper in body, wrapper
+        body = body.replace(wrapper, builtin)
+    gained, lost = _difference(tmp_path, {"lw.c": head + body}, "locks_by_compare_and_swap")
     moved = {(f, k) for f, k, r, o in gained if r == "lwlock" and o == "lock"}
     assert moved == {
         ("lw_attempt", "ACQUIRE"),
