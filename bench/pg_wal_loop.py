@@ -522,8 +522,10 @@ def main() -> None:
         for w in args.wal_buffers.split(",")
     ]
     small, large = runs[0], runs[-1]
+    both = len(runs) > 1  # a small and a large value to set side by side
     print()
-    for name, (a, b) in (("plain", (plain[0], plain[-1])), ("probed", (small, large))):
+    sides = (("plain", (plain[0], plain[-1])), ("probed", (small, large))) if both else ()
+    for name, (a, b) in sides:
         print(
             f"{name:6s} TPS {a['wal_buffers']} / {b['wal_buffers']}: {a['tps'] / b['tps']:.2f}; "
             f"wal_buffers_full {a['buffers_full']:,} against {b['buffers_full']:,}; WAL locks "
@@ -549,6 +551,8 @@ def main() -> None:
         f"goal, {small['wal_buffers']}: a WAL resource ranked 1 with a wait site in xlog.c: "
         f"{'met' if top and wal(top[0]) else 'NOT met'}"
     )
+    if not both:
+        return
     on_wal = [f for f in large["findings"] if wal(f)]
     print(
         f"goal, {large['wal_buffers']}: no finding on the WAL: "
