@@ -69,13 +69,10 @@ def validate(
     """Judge every site of ``sites`` by its events in ``trace`` (a store, a store entry or a
     raw trace directory). With CALLS, the scan's call graph (hierarchy/calls.parquet): a site
     the run never reached, in a function that a removed site's function calls (directly or
-    not) with an event of the same kind on the same resource and the same object, goes with
-    it. The probes record one of nested events, the outer one's where it fires, so the
-    removed one stood in its place: the run judged both, and the inner one alone would fire
-    unpaired in the build deployed without the outer. An inner site that names its object
-    otherwise (the outer releases a buffer by its index, the inner by its descriptor) was not
-    judged by the outer's events, whose verdict is about the objects they named: it stays,
-    for the next run to judge."""
+    not) with an event of the same kind on the same resource, goes with it. The probes record
+    one of nested events, the outer one's where it fires, so the removed one stood in its
+    place: the run judged both, and the inner one alone would fire unpaired in the build
+    deployed without the outer."""
     from gigi.queries import connect
     from gigi.queries._connect import memory_limit
 
@@ -136,10 +133,7 @@ def _covered(sites: pa.Table, rows: list[dict], calls: Path) -> dict[int, str]:
     graph: dict[str, set[str]] = {}
     for c in pq.read_table(calls, columns=["function", "callee"]).to_pylist():
         graph.setdefault(c["function"], set()).add(c["callee"])
-    named = [c for c in ("object_expr",) if c in sites.column_names]
-    info = {
-        s["site"]: s for s in sites.select(["site", "function", "resource", *named]).to_pylist()
-    }
+    info = {s["site"]: s for s in sites.select(["site", "function", "resource"]).to_pylist()}
     judged = {r["site"]: r for r in rows}
     out: dict[int, str] = {}
     for r in rows:
@@ -161,7 +155,6 @@ def _covered(sites: pa.Table, rows: list[dict], calls: Path) -> dict[int, str]:
                 and s["resource"] == outer["resource"]
                 and s["function"] != outer["function"]
                 and s["function"] in seen
-                and _object(s) == _object(outer)
             ):
                 out.setdefault(
                     site,
@@ -169,11 +162,6 @@ def _covered(sites: pa.Table, rows: list[dict], calls: Path) -> dict[int, str]:
                     f"{s['function']}, stood in its place and was removed",
                 )
     return out
-
-
-def _object(site: dict) -> str:
-    """How a site names its object (its object expression, spaces aside; "" for none)."""
-    return "".join((site.get("object_expr") or "").split())
 
 
 def write(v: Validation, out: str | os.PathLike, scanned: str | os.PathLike | None = None) -> None:
