@@ -124,9 +124,10 @@ GIGI_TLS_IE int64_t gigi_task_now_;
 volatile int gigi_inline_ = 0;
 static GIGI_TLS_IE int64_t task_stack[MAX_TASK_DEPTH][2]; /* task, the one it replaced */
 static GIGI_TLS_IE int task_depth;
-/* the open scopes, (rid << 2 | kind) + 1 each: the header's inline functions keep them */
+/* the open scopes (their keys, and whether each recorded its own event) and the events held
+ * back: the header's inline functions keep them */
 GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
-GIGI_TLS_IE uint8_t gigi_scope_marks_[GIGI_MAX_SCOPES];
+GIGI_TLS_IE uint8_t gigi_scope_recorded_[GIGI_MAX_SCOPES];
 GIGI_TLS_IE int gigi_npending_;
 GIGI_TLS_IE int gigi_nscopes_;
 
@@ -441,12 +442,12 @@ void gigi_settle_(int depth, int recorded) {
         }
         if (recorded) continue;
         const record_t *x = &pending[i].rec;
-        int32_t key = (int32_t)(((x->rid << 2) | (x->kind & 3)) + 1);
+        int32_t key = gigi_scope_key_(x->rid, x->kind);
         int at = -1;
         for (int j = (depth < gigi_nscopes_ ? depth : gigi_nscopes_) - 1; j >= 0 && at < 0; j--)
             if (gigi_scopes_[j] == key) at = j;
         if (at >= 0) {
-            if (!(gigi_scope_marks_[at] & GIGI_SCOPE_OWN)) {
+            if (!gigi_scope_recorded_[at]) {
                 pending[i].depth = at;
                 pending[kept++] = pending[i];
             }

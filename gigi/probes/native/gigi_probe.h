@@ -202,10 +202,9 @@ static inline void gigi_wait_cleanup_slow(int64_t *token) {
  * and up to 32 events are held back per thread (more are recorded at once). */
 #define GIGI_MAX_SCOPES 32
 /* The open scopes of the thread, kept inline: a scope costs a few instructions, no call; each
- * marked once it recorded its own event. */
-#define GIGI_SCOPE_OWN 1
+ * a key (gigi_scope_key_) and whether it recorded its own event. */
 extern GIGI_TLS_IE int32_t gigi_scopes_[GIGI_MAX_SCOPES];
-extern GIGI_TLS_IE uint8_t gigi_scope_marks_[GIGI_MAX_SCOPES];
+extern GIGI_TLS_IE uint8_t gigi_scope_recorded_[GIGI_MAX_SCOPES];
 extern GIGI_TLS_IE int gigi_nscopes_;
 /* the events held back, waiting on a caller's scope (gigi_probe.c keeps them) */
 extern GIGI_TLS_IE int gigi_npending_;
@@ -214,13 +213,16 @@ void gigi_settle_(int depth, int recorded);
 /* A token is the scope's depth + 1 (0: not tracked). */
 /* (declarations first in each: a build with -Wdeclaration-after-statement, PostgreSQL's,
  * includes this header in every file it instruments) */
+static inline int32_t gigi_scope_key_(int32_t rid, int kind) {
+    return ((rid << 2) | (kind & 3)) + 1;
+}
 static inline int gigi_scope_enter(int32_t rid, int kind) {
     int n;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
     n = gigi_nscopes_;
     if (n >= GIGI_MAX_SCOPES || rid < 0) return 0;
-    gigi_scopes_[n] = ((rid << 2) | (kind & 3)) + 1;
-    gigi_scope_marks_[n] = 0;
+    gigi_scopes_[n] = gigi_scope_key_(rid, kind);
+    gigi_scope_recorded_[n] = 0;
     gigi_nscopes_ = n + 1;
     return n + 1;
 }
@@ -241,16 +243,16 @@ static inline void gigi_scoped(int kind, int32_t rid, int64_t object, int64_t am
     int32_t key;
     int own, n, i, at = -1;
     if (GIGI_LIKELY_OFF(gigi_enabled_)) return;
-    key = ((rid << 2) | (kind & 3)) + 1;
+    key = gigi_scope_key_(rid, kind);
     own = token >= 1 && token <= gigi_nscopes_ ? token - 1 : -1;
     n = own >= 0 ? own : (gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES);
     for (i = 0; i < n; i++)
         if (gigi_scopes_[i] == key) {
-            if (gigi_scope_marks_[i] & GIGI_SCOPE_OWN) return; /* a caller recorded it */
+            if (gigi_scope_recorded_[i]) return; /* a caller recorded it */
             at = i;
         }
     if (own >= 0) {
-        gigi_scope_marks_[own] |= GIGI_SCOPE_OWN;
+        gigi_scope_recorded_[own] = 1;
         if (gigi_npending_) gigi_settle_(own, 1); /* its callees': this one stands for them */
     }
     if (at >= 0)
@@ -281,18 +283,6 @@ static inline int gigi_scope_outermost(int token) {
     if (token < 1 || token > gigi_nscopes_) return 1;
     key = gigi_scopes_[token - 1];
     for (i = 0; i < token - 1; i++)
-        if (gigi_scopes_[i] == key) return 0;
-    return 1;
-}
-
-/* Whether no caller has a scope of this kind on this resource open. */
-static inline int gigi_scope_free(int32_t rid, int kind) {
-    int32_t key;
-    int n, i;
-    if (GIGI_LIKELY_OFF(gigi_enabled_)) return 0;
-    key = ((rid << 2) | (kind & 3)) + 1;
-    n = gigi_nscopes_ < GIGI_MAX_SCOPES ? gigi_nscopes_ : GIGI_MAX_SCOPES;
-    for (i = 0; i < n; i++)
         if (gigi_scopes_[i] == key) return 0;
     return 1;
 }
